@@ -1,0 +1,191 @@
+package control
+
+import "github.com/nioc-gpu/nioc-gpu/graph"
+
+// RegularizationEps is the smallest eigenvalue the control Hessian H is raised to before it is
+// inverted (Li 2006, Sec. 5.4.1; the reference implementation's value).
+const RegularizationEps = 1e-8
+
+// Gains is an affine control law around a nominal trajectory (x̄, ū): at step t
+// u = ū_t + l_t + L_t·(x − x̄_t), where x is the state or, for a partially observable agent,
+// its belief mean. H_t is the (regularized) Hessian of the Q-function in u; the
+// maximum-causal-entropy policy adds noise with covariance temperature·H_t⁻¹.
+type Gains struct {
+	L []graph.Mat // k×n
+	l []graph.Vec // k
+	H []graph.Mat // k×k, symmetric positive definite
+}
+
+// NewGains returns gains from their parts.
+func NewGains(L []graph.Mat, l []graph.Vec, H []graph.Mat) Gains { return Gains{L: L, l: l, H: H} }
+
+// Gain returns L_t.
+func (g Gains) Gain(t int) graph.Mat { return g.L[t] }
+
+// Offset returns l_t.
+func (g Gains) Offset(t int) graph.Vec { return g.l[t] }
+
+// Hessian returns H_t.
+func (g Gains) Hessian(t int) graph.Mat { return g.H[t] }
+
+// Steps returns the number of time steps.
+func (g Gains) Steps() int { return len(g.L) }
+
+// noiseSum returns Σ_j X_jᵀ·S·Y_j.
+func noiseSum(X []graph.Mat, S graph.Mat, Y []graph.Mat) graph.Mat {
+	var out graph.Mat
+	for j := range X {
+		term := graph.MatMul(graph.TMatMul(X[j], S), Y[j])
+		if out == nil {
+			out = term
+		} else {
+			out = graph.MatAdd(out, term)
+		}
+	}
+	return out
+}
+
+// noiseQuad returns Σ_j X_jᵀ·S·X_j, exactly symmetric.
+func noiseQuad(X []graph.Mat, S graph.Mat) graph.Mat {
+	var out graph.Mat
+	for j := range X {
+		term := graph.Sandwich(graph.T(X[j]), S)
+		if out == nil {
+			out = term
+		} else {
+			out = graph.MatAdd(out, term)
+		}
+	}
+	return out
+}
+
+// noiseVec returns Σ_j X_jᵀ·S·v_j with v_j column j of V.
+func noiseVec(X []graph.Mat, S graph.Mat, V graph.Mat) graph.Vec {
+	var out graph.Vec
+	for j := range X {
+		term := graph.TMatVec(X[j], graph.MatVec(S, V.ColVec(j)))
+		if out == nil {
+			out = term
+		} else {
+			out = graph.VecAdd(out, term)
+		}
+	}
+	return out
+}
+
+func addIf(A, B graph.Mat) graph.Mat {
+	if B == nil {
+		return A
+	}
+	return graph.MatAdd(A, B)
+}
+
+func addVecIf(a, b graph.Vec) graph.Vec {
+	if b == nil {
+		return a
+	}
+	return graph.VecAdd(a, b)
+}
+
+// symPlusT returns A + Aᵀ.
+func symPlusT(A graph.Mat) graph.Mat { return graph.MatAdd(A, graph.T(A)) }
+
+// BackwardPass computes the locally optimal affine control law of the linearized problem with
+// signal-dependent noise (the "generalized LQR" of Todorov 2005; fully observable iLQG,
+// Todorov & Li 2005). With value function ½δxᵀSδx + δxᵀs after step t,
+//
+//	H = R + BᵀSB + Σ_j Cu_jᵀS·Cu_j,   G = P + BᵀSA + Σ_j Cu_jᵀS·Cx_j,   g = r + Bᵀs + Σ_j Cu_jᵀS·V_j
+//	L = −H̃⁻¹G,   l = −H̃⁻¹g,   H̃ = H with its smallest eigenvalue raised to eps
+//	S ← Q + AᵀSA + LᵀHL + LᵀG + GᵀL + Σ_j Cx_jᵀS·Cx_j
+//	s ← q + Aᵀs + Gᵀl + LᵀHl + Lᵀg + Σ_j Cx_jᵀS·V_j
+//
+// starting from S = Q_T, s = q_T.
+func BackwardPass(tr *Trajectory, eps float64) Gains {
+	T := len(tr.Steps)
+	gains := Gains{L: make([]graph.Mat, T), l: make([]graph.Vec, T), H: make([]graph.Mat, T)}
+	S, s := graph.Symmetrize(tr.Final.FinalQ()), tr.Final.Finalq()
+	for t := T - 1; t >= 0; t-- {
+		p := tr.Steps[t]
+		A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
+		H := addIf(graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), S)), noiseQuad(Cu, S))
+		G := addIf(graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, S), A)), noiseSum(Cu, S, Cx))
+		g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, s)), noiseVec(Cu, S, V))
+		L, l, Ht := solveGains(H, G, g, eps)
+
+		Snext := graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), S))
+		Snext = graph.MatAdd(Snext, graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, G))))
+		Snext = addIf(Snext, noiseQuad(Cx, S))
+		snext := graph.VecAdd(p.Qv(), graph.TMatVec(A, s))
+		snext = graph.VecAdd(snext, graph.VecAdd(graph.TMatVec(G, l), graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g))))
+		snext = addVecIf(snext, noiseVec(Cx, S, V))
+		S, s = Snext, snext
+		gains.L[t], gains.l[t], gains.H[t] = L, l, Ht
+	}
+	return gains
+}
+
+// solveGains returns L = −H̃⁻¹G, l = −H̃⁻¹g and H̃, the symmetric H with its smallest
+// eigenvalue raised to eps.
+func solveGains(H, G graph.Mat, g graph.Vec, eps float64) (L graph.Mat, l graph.Vec, Ht graph.Mat) {
+	Ht = graph.MinEigShift(graph.Symmetrize(H), eps)
+	chol := graph.Chol(Ht)
+	L = graph.MatScale(graph.C(-1), graph.CholSolve(chol, G))
+	l = graph.VecScale(graph.C(-1), graph.CholSolve(chol, graph.Col(g)).ColVec(0))
+	return L, l, Ht
+}
+
+// BackwardPassPartial computes the control law of partially observable iLQG (Li & Todorov
+// 2007; Li 2006, Sec. 5.2), whose value function ½xᵀS_x x + ½bᵀS_b b + xᵀS_xb b + xᵀs_x + bᵀs_b
+// depends on the state x and the belief b, which follows b' = (A − KF)b + KFx + Bu + K·(obs.
+// noise) with the filter gains K. The control u = L b + l depends on the belief only:
+//
+//	H   = R + Bᵀ(S_x + S_b + S_xb + S_xbᵀ)B + Σ_j Cu_jᵀS_x Cu_j
+//	G_x = P + Bᵀ(S_x + S_xbᵀ)A + Bᵀ(S_b + S_xb)KF + Σ_j Cu_jᵀS_x Cx_j,   G_b = Bᵀ(S_b + S_xb)(A − KF)
+//	g   = r + Bᵀ(s_x + s_b) + Σ_j Cu_jᵀS_x V_j,   L = −H̃⁻¹(G_x + G_b),   l = −H̃⁻¹g
+//	S_x  ← Q + AᵀS_x A + (KF)ᵀS_b KF + AᵀS_xb KF + (AᵀS_xb KF)ᵀ + Σ_j Cx_jᵀS_x Cx_j + Σ_j D_jᵀKᵀS_b K D_j
+//	S_b  ← (A−KF)ᵀS_b(A−KF) + LᵀHL + LᵀG_b + G_bᵀL,   S_xb ← (KF)ᵀS_b(A−KF) + AᵀS_xb(A−KF) + G_xᵀL
+//	s_x  ← q + Aᵀs_x + (KF)ᵀs_b + G_xᵀl + Σ_j Cx_jᵀS_x V_j + Σ_j D_jᵀKᵀS_b K W_j
+//	s_b  ← (A−KF)ᵀs_b + Lᵀ(Hl + g) + G_bᵀl
+//
+// This follows the derivation; the reference implementation writes BᵀS_xb A where the
+// derivation gives BᵀS_xbᵀA in G_x (the two agree when S_xb is symmetric).
+func BackwardPassPartial(tr *Trajectory, K []graph.Mat, eps float64) Gains {
+	T := len(tr.Steps)
+	gains := Gains{L: make([]graph.Mat, T), l: make([]graph.Vec, T), H: make([]graph.Mat, T)}
+	n := len(tr.Final.Finalq())
+	Sx, sx := graph.Symmetrize(tr.Final.FinalQ()), tr.Final.Finalq()
+	Sb, Sxb := graph.NewMat(n, n), graph.NewMat(n, n)
+	sb := make(graph.Vec, n)
+	for t := T - 1; t >= 0; t-- {
+		p := tr.Steps[t]
+		A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
+		W, D := p.W(), p.D()
+		KF := graph.MatMul(K[t], p.F())
+		AKF := graph.MatSub(A, KF)
+		SbSxb := graph.MatAdd(Sb, Sxb)
+
+		H := graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), graph.MatAdd(graph.MatAdd(Sx, Sb), symPlusT(Sxb))))
+		H = addIf(H, noiseQuad(Cu, Sx))
+		g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, graph.VecAdd(sx, sb))), noiseVec(Cu, Sx, V))
+		Gx := graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, graph.MatAdd(Sx, graph.T(Sxb))), A))
+		Gx = graph.MatAdd(Gx, graph.MatMul(graph.TMatMul(B, SbSxb), KF))
+		Gx = addIf(Gx, noiseSum(Cu, Sx, Cx))
+		Gb := graph.MatMul(graph.TMatMul(B, SbSxb), AKF)
+		L, l, Ht := solveGains(H, graph.MatAdd(Gx, Gb), g, eps)
+
+		KtSbK := graph.Sandwich(graph.T(K[t]), Sb)
+		nextSx := graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), Sx))
+		nextSx = graph.MatAdd(nextSx, graph.MatAdd(graph.Sandwich(graph.T(KF), Sb), symPlusT(graph.MatMul(graph.TMatMul(A, Sxb), KF))))
+		nextSx = addIf(addIf(nextSx, noiseQuad(Cx, Sx)), noiseQuad(D, KtSbK))
+		nextSb := graph.MatAdd(graph.Sandwich(graph.T(AKF), Sb), graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, Gb))))
+		nextSxb := graph.MatAdd(graph.MatMul(graph.TMatMul(KF, Sb), AKF), graph.MatMul(graph.TMatMul(A, Sxb), AKF))
+		nextSxb = graph.MatAdd(nextSxb, graph.TMatMul(Gx, L))
+		nextsx := graph.VecAdd(graph.VecAdd(p.Qv(), graph.TMatVec(A, sx)), graph.VecAdd(graph.TMatVec(KF, sb), graph.TMatVec(Gx, l)))
+		nextsx = addVecIf(addVecIf(nextsx, noiseVec(Cx, Sx, V)), noiseVec(D, KtSbK, W))
+		nextsb := graph.VecAdd(graph.TMatVec(AKF, sb), graph.VecAdd(graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g)), graph.TMatVec(Gb, l)))
+
+		Sx, Sb, Sxb, sx, sb = nextSx, nextSb, nextSxb, nextsx, nextsb
+		gains.L[t], gains.l[t], gains.H[t] = L, l, Ht
+	}
+	return gains
+}

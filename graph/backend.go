@@ -1,0 +1,137 @@
+package graph
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/backends/xla"
+)
+
+// Backend names accepted by NewBackend.
+const (
+	// BackendGo is GoMLX's pure-Go simplego backend: embedded, needs nothing installed.
+	BackendGo = "go"
+	// BackendXLA is XLA through a PJRT plugin (github.com/gomlx/go-xla), on CPU or GPU.
+	BackendXLA = "xla"
+)
+
+// Environment variables read by DefaultBackendName and NewBackend.
+const (
+	EnvBackend = "NIOC_BACKEND" // "go" (default) or "xla"
+	EnvPJRT    = "NIOC_PJRT"    // "cpu" (default), "cuda", or an absolute path to a PJRT plugin .so
+)
+
+// DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.
+func DefaultBackendName() string {
+	if b := os.Getenv(EnvBackend); b != "" {
+		return b
+	}
+	return BackendGo
+}
+
+var (
+	backendMu    sync.Mutex
+	backendCache = map[string]backends.Backend{}
+)
+
+// NewBackend returns the backend of the given name ("go" or "xla"; "" means
+// DefaultBackendName). Backends are created once per process and shared.
+//
+// "go" is simplego with sequential op scheduling, which is faster for the many small
+// operations of these graphs than its default parallel scheduling. "xla" loads the PJRT plugin
+// named by $NIOC_PJRT ("cpu", "cuda" or an absolute path); it never downloads anything, and
+// when no plugin is installed it returns an error that says how to install one.
+func NewBackend(name string) (backends.Backend, error) {
+	if name == "" {
+		name = DefaultBackendName()
+	}
+	backendMu.Lock()
+	defer backendMu.Unlock()
+	key := name
+	if name == BackendXLA {
+		key += ":" + pjrtPlugin()
+	}
+	if b, ok := backendCache[key]; ok {
+		return b, nil
+	}
+	var (
+		b   backends.Backend
+		err error
+	)
+	switch name {
+	case BackendGo:
+		b, err = simplego.New("ops_sequential")
+	case BackendXLA:
+		b, err = newXLA(pjrtPlugin())
+	default:
+		return nil, fmt.Errorf("unknown backend %q: use %q (pure Go, the default) or %q (XLA/PJRT)", name, BackendGo, BackendXLA)
+	}
+	if err != nil {
+		return nil, err
+	}
+	backendCache[key] = b
+	return b, nil
+}
+
+func pjrtPlugin() string {
+	if p := os.Getenv(EnvPJRT); p != "" {
+		return p
+	}
+	return "cpu"
+}
+
+// PluginSearchDirs are the directories searched for PJRT plugins named "cpu" or "cuda", in
+// order: $PJRT_PLUGIN_LIBRARY_PATH, then where `nioc-gpu backend install` puts them.
+func PluginSearchDirs() []string {
+	var dirs []string
+	if p := os.Getenv("PJRT_PLUGIN_LIBRARY_PATH"); p != "" {
+		dirs = append(dirs, filepath.SplitList(p)...)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".local", "lib", "go-xla"))
+	}
+	return append(dirs, "/usr/local/lib/go-xla")
+}
+
+// FindPlugin returns the absolute path of the PJRT plugin for name ("cpu", "cuda" or a path).
+func FindPlugin(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		if _, err := os.Stat(name); err != nil {
+			return "", fmt.Errorf("PJRT plugin %s: %w", name, err)
+		}
+		return name, nil
+	}
+	file := "pjrt_c_api_" + strings.ToLower(name) + "_plugin.so"
+	for _, d := range PluginSearchDirs() {
+		p := filepath.Join(d, file)
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	return "", fmt.Errorf("no PJRT %q plugin (%s) found in %s; install one with `make xla-%s` "+
+		"(or `nioc-gpu backend install %s`), or set %s to the absolute path of a plugin",
+		name, file, strings.Join(PluginSearchDirs(), ", "), name, name, EnvPJRT)
+}
+
+func newXLA(plugin string) (b backends.Backend, err error) {
+	xla.EnableAutoInstall(false) // never download: this environment may have no internet
+	path, err := FindPlugin(plugin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("loading PJRT plugin %s: %v", path, r)
+		}
+	}()
+	b, err = xla.New(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
+	}
+	return b, nil
+}

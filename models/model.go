@@ -1,0 +1,242 @@
+// Package models defines the agent's control problem, a partially observable stochastic
+// system (paper Sec. 2.1), and the tasks of the paper (App. I).
+//
+// A task is one short file: a type that implements Model by saying its dimensions, parameters,
+// dynamics x' = f(x, u, v; θ), observation y = h(x, w; θ), running cost c(x, u; θ) and final
+// cost c_T(x; θ), written with the symbolic expressions of package sym, and an init function
+// that registers it. The noises v and w are standard normal; signal-dependent noise is written
+// into f and h (for example σ·u·v). Everything else (Jacobians, Hessians, the iLQG solver, the
+// belief-tracking likelihood) is derived from these few lines. To add a task, copy one of the
+// task files, change the formulas, and register it under a new name.
+package models
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/nioc-gpu/nioc-gpu/graph/sym"
+)
+
+// ParamScale is the scale in which a parameter is searched and its errors reported.
+type ParamScale int
+
+const (
+	// Log10Scale parameters are fitted as log10(value) and must be positive there.
+	Log10Scale ParamScale = iota
+	// LinearScale parameters are fitted as they are.
+	LinearScale
+)
+
+func (s ParamScale) String() string {
+	if s == LinearScale {
+		return "linear"
+	}
+	return "log10"
+}
+
+// Param describes a model parameter θ_i.
+type Param struct {
+	Name    string
+	Default float64 // value used by `simulate` unless given
+	Lo, Hi  float64 // the search box for fitting, in natural units
+	Scale   ParamScale
+	// Signed parameters may be negative; all others (costs, noise magnitudes) must be ≥ 0.
+	Signed bool
+	Doc    string
+}
+
+// ToScale converts a natural value to the parameter's fitting scale.
+func (p Param) ToScale(v float64) float64 {
+	if p.Scale == Log10Scale {
+		return math.Log10(v)
+	}
+	return v
+}
+
+// FromScale converts a value in the fitting scale to natural units.
+func (p Param) FromScale(s float64) float64 {
+	if p.Scale == Log10Scale {
+		return math.Pow(10, s)
+	}
+	return s
+}
+
+// Validate reports whether v is a valid value of the parameter for simulation (any value in
+// the model's domain, also outside the search box).
+func (p Param) Validate(v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("parameter %s = %g is not finite", p.Name, v)
+	case !p.Signed && v < 0:
+		return fmt.Errorf("parameter %s = %g is negative; it must be >= 0", p.Name, v)
+	}
+	return nil
+}
+
+// Planner is the agent's control algorithm.
+type Planner string
+
+const (
+	// PlannerFull is fully observable iLQG (Todorov & Li 2005) acting on the EKF belief mean.
+	PlannerFull Planner = "full"
+	// PlannerPartial is partially observable iLQG (Li & Todorov 2007), whose controller
+	// accounts for the estimation error.
+	PlannerPartial Planner = "partial"
+)
+
+// Spec is the static description of a task.
+type Spec struct {
+	Name        string
+	Description string
+	States      []string // state names, in order; also the CSV columns
+	Controls    []string // control names, in order
+	StateNoise  int      // dimension of v
+	Obs         int      // dimension of y
+	ObsNoise    int      // dimension of w
+	Steps       int      // default horizon T (the trajectory has T+1 states)
+	Params      []Param
+	X0          []float64   // initial state
+	BeliefCov   [][]float64 // the agent's initial belief covariance; nil means the identity
+	// Temperature of the maximum-causal-entropy policy noise (paper Table 1).
+	Temperature float64
+	// Planner is the agent of the paper for this task under partial observability.
+	Planner Planner
+}
+
+// Param returns the parameter named name.
+func (s Spec) Param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// ParamNames returns the parameter names in order.
+func (s Spec) ParamNames() []string {
+	names := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Defaults returns the default parameter values in order.
+func (s Spec) Defaults() []float64 {
+	v := make([]float64, len(s.Params))
+	for i, p := range s.Params {
+		v[i] = p.Default
+	}
+	return v
+}
+
+// InitialBeliefCov returns the agent's initial belief covariance (the identity unless the task
+// says otherwise).
+func (s Spec) InitialBeliefCov() [][]float64 {
+	if s.BeliefCov != nil {
+		return s.BeliefCov
+	}
+	n := len(s.States)
+	c := make([][]float64, n)
+	for i := range c {
+		c[i] = make([]float64, n)
+		c[i][i] = 1
+	}
+	return c
+}
+
+// Params maps parameter names to their symbolic values (natural units).
+type Params map[string]sym.Expr
+
+// Model is a task: the agent's POMDP (paper Sec. 2.1).
+type Model interface {
+	Spec() Spec
+	// Dynamics returns x_{t+1} = f(x, u, v; θ) with v ~ N(0, I).
+	Dynamics(x, u, v sym.Vec, p Params) sym.Vec
+	// Observation returns y = h(x, w; θ) with w ~ N(0, I).
+	Observation(x, w sym.Vec, p Params) sym.Vec
+	// Cost returns the running cost c(x, u; θ) of one time step.
+	Cost(x, u sym.Vec, p Params) sym.Expr
+	// FinalCost returns the final cost c_T(x; θ).
+	FinalCost(x sym.Vec, p Params) sym.Expr
+}
+
+var registry = struct {
+	sync.Mutex
+	models map[string]Model
+}{models: map[string]Model{}}
+
+// Register makes a task available by its Spec().Name. It panics if the name is taken or the
+// spec is inconsistent.
+func Register(m Model) {
+	s := m.Spec()
+	if err := checkSpec(s); err != nil {
+		panic(err)
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, ok := registry.models[s.Name]; ok {
+		panic(fmt.Sprintf("models: task %q registered twice", s.Name))
+	}
+	registry.models[s.Name] = m
+}
+
+// Get returns the task named name, or an error listing the known tasks.
+func Get(name string) (Model, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	if m, ok := registry.models[name]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("unknown task %q; known tasks: %s", name, strings.Join(namesLocked(), ", "))
+}
+
+// Names returns the registered task names, sorted.
+func Names() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry.models))
+	for n := range registry.models {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func checkSpec(s Spec) error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("models: task without a name")
+	case len(s.States) == 0 || len(s.Controls) == 0:
+		return fmt.Errorf("models: task %q needs states and controls", s.Name)
+	case len(s.X0) != len(s.States):
+		return fmt.Errorf("models: task %q has %d states but x0 has %d values", s.Name, len(s.States), len(s.X0))
+	case s.Steps < 1:
+		return fmt.Errorf("models: task %q needs Steps >= 1", s.Name)
+	case s.Planner != PlannerFull && s.Planner != PlannerPartial:
+		return fmt.Errorf("models: task %q has unknown planner %q", s.Name, s.Planner)
+	}
+	seen := map[string]bool{}
+	for _, p := range s.Params {
+		if seen[p.Name] || p.Name == "" {
+			return fmt.Errorf("models: task %q has an empty or repeated parameter name %q", s.Name, p.Name)
+		}
+		seen[p.Name] = true
+		if !(p.Lo < p.Hi) || (p.Scale == Log10Scale && p.Lo <= 0) {
+			return fmt.Errorf("models: task %q parameter %s has an invalid search box [%g, %g] for scale %s", s.Name, p.Name, p.Lo, p.Hi, p.Scale)
+		}
+	}
+	if s.BeliefCov != nil && (len(s.BeliefCov) != len(s.States) || slices.ContainsFunc(s.BeliefCov, func(r []float64) bool { return len(r) != len(s.States) })) {
+		return fmt.Errorf("models: task %q has a belief covariance of the wrong size", s.Name)
+	}
+	return nil
+}
