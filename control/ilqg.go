@@ -31,12 +31,11 @@ type Policy struct {
 
 // SolverOptions configure SolveILQG.
 type SolverOptions struct {
-	Planner       models.Planner // models.PlannerFull (default) or models.PlannerPartial
-	MaxIter       int            // iterations; 0 means 100
-	Tol           float64        // stop when the relative cost decrease is below Tol; 0 means 1e-7
-	LineSearch    int            // candidate step sizes 1, ½, ¼, …; 0 means 12
-	Eps           float64        // regularization of H; 0 means RegularizationEps
-	InitialStates [][]float64    // [P][n]; nil means the task's x0 for every problem
+	Planner    models.Planner // models.PlannerFull (default) or models.PlannerPartial
+	MaxIter    int            // iterations; 0 means 100
+	Tol        float64        // stop when the relative cost decrease is below Tol; 0 means 1e-7
+	LineSearch int            // candidate step sizes 1, ½, ¼, …; 0 means 12
+	Eps        float64        // regularization of H; 0 means RegularizationEps
 }
 
 func (o SolverOptions) withDefaults() SolverOptions {
@@ -96,11 +95,12 @@ func (sv *Solver) programs() {
 	})
 }
 
-// Solve runs iLQG for the parameter vectors theta ([P][p], natural units) from a zero-control
-// nominal trajectory, iterating linearization, backward pass and a batched line search on the
+// Solve runs iLQG for the parameter vectors theta ([P][p], natural units), starting at the
+// states x0 ([P][n]; nil means the task's x0 for every problem), from a zero-control nominal
+// trajectory, iterating linearization, backward pass and a batched line search on the
 // feed-forward term until the relative cost decrease falls below Tol. The expected cost never
 // increases between iterations.
-func (sv *Solver) Solve(theta [][]float64) (*Policy, error) {
+func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
 	sv.programs()
 	spec := sv.sym.Spec
 	P, T := len(theta), sv.steps
@@ -110,14 +110,17 @@ func (sv *Solver) Solve(theta [][]float64) (*Policy, error) {
 			return nil, fmt.Errorf("problem %d has %d parameters, task %s has %d", i, len(th), spec.Name, len(spec.Params))
 		}
 	}
-	x0 := make([]float64, n*P)
+	if x0 != nil && len(x0) != P {
+		return nil, fmt.Errorf("%d initial states for %d problems", len(x0), P)
+	}
+	initial := make([]float64, n*P)
 	for p := range P {
 		init := spec.X0
-		if sv.opts.InitialStates != nil {
-			init = sv.opts.InitialStates[p]
+		if x0 != nil {
+			init = x0[p]
 		}
 		for i := range n {
-			x0[i*P+p] = init[i]
+			initial[i*P+p] = init[i]
 		}
 	}
 	thetaT := graph.NewTensor(transpose(theta), len(spec.Params), P, 1)
@@ -127,7 +130,7 @@ func (sv *Solver) Solve(theta [][]float64) (*Policy, error) {
 		Converged: make([]bool, P)}
 
 	// Initial nominal: the zero-control rollout.
-	X, U, J, err := sv.runRollout(thetaT, x0, pol, []float64{0})
+	X, U, J, err := sv.runRollout(thetaT, initial, pol, []float64{0})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +145,7 @@ func (sv *Solver) Solve(theta [][]float64) (*Policy, error) {
 		if err := sv.runBackward(thetaT, pol); err != nil {
 			return nil, err
 		}
-		Xc, Uc, Jc, err := sv.runRollout(thetaT, x0, pol, alphas)
+		Xc, Uc, Jc, err := sv.runRollout(thetaT, initial, pol, alphas)
 		if err != nil {
 			return nil, err
 		}
@@ -266,20 +269,14 @@ func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) error {
 func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 	theta := graph.Unstack(in[0], 1)
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
-	X := splitSeries(graph.Unstack(in[1], 2), T+1, n)
-	U := splitSeries(graph.Unstack(in[2], 2), T, k)
+	X := graph.Series(graph.Unstack(in[1], 2), T+1, n)
+	U := graph.Series(graph.Unstack(in[2], 2), T, k)
 	P := in[1].Shape().Dimensions[2]
 	tr := Linearize(sv.sym, theta, X, U)
 	var gains Gains
 	if sv.opts.Planner == models.PlannerPartial {
-		// The nominal trajectory is the noise-free closed-loop rollout of the current control
-		// law, so deviations from it have zero mean: the filter sees the gains L with l = 0.
-		Lprev := splitMats(graph.Unstack(in[3], 3), T, k, n)
-		zero := make([]graph.Vec, T)
-		for t := range zero {
-			zero[t] = make(graph.Vec, k)
-		}
-		K := FilterGainsPartial(tr, Gains{L: Lprev, l: zero}, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()))
+		Lprev := graph.MatSeries(graph.Unstack(in[3], 3), T, k, n)
+		K := FilterGainsPartial(tr, Lprev, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()))
 		gains = BackwardPassPartial(tr, K, sv.opts.Eps)
 	} else {
 		gains = BackwardPass(tr, sv.opts.Eps)
@@ -298,26 +295,4 @@ func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 		graph.Stack(g, ls, []int{T, k}, batch),
 		graph.Stack(g, Hs, []int{T, k, k}, batch),
 	}
-}
-
-// splitSeries groups flat scalars [T][d] into T vectors of length d.
-func splitSeries(flat []graph.S, T, d int) []graph.Vec {
-	out := make([]graph.Vec, T)
-	for t := range T {
-		out[t] = graph.Vec(flat[t*d : (t+1)*d])
-	}
-	return out
-}
-
-// splitMats groups flat scalars [T][r][c] into T r×c matrices.
-func splitMats(flat []graph.S, T, r, c int) []graph.Mat {
-	out := make([]graph.Mat, T)
-	for t := range T {
-		m := graph.NewMat(r, c)
-		for i := range r {
-			copy(m[i], flat[(t*r+i)*c:(t*r+i+1)*c])
-		}
-		out[t] = m
-	}
-	return out
 }

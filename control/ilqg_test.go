@@ -21,7 +21,7 @@ func TestILQGQuick(t *testing.T) {
 		sv, err := NewSolver(m, spec.Steps, b, opts)
 		require.NoError(t, err)
 		t0 := time.Now()
-		pol, err := sv.Solve([][]float64{spec.Defaults()})
+		pol, err := sv.Solve([][]float64{spec.Defaults()}, nil)
 		require.NoError(t, err)
 		T, n := pol.Steps, pol.States
 		final := make([]float64, n)

@@ -19,7 +19,7 @@ func TestSimQuick(t *testing.T) {
 		require.NoError(t, err)
 		t0 := time.Now()
 		th := [][]float64{spec.Defaults()}
-		pol, err := sv.Solve(th)
+		pol, err := sv.Solve(th, nil)
 		require.NoError(t, err)
 		t1 := time.Now()
 		xs, err := Simulate(m, pol, th, b, SimOptions{Trials: 50, Seed: 1})

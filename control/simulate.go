@@ -124,14 +124,14 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 	spec := s.Spec
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
 	theta := graph.Unstack(in[0], 1)
-	xbar := splitSeries(graph.Unstack(in[1], 2), T+1, n)
-	ubar := splitSeries(graph.Unstack(in[2], 2), T, k)
-	L := splitMats(graph.Unstack(in[3], 3), T, k, n)
-	l := splitSeries(graph.Unstack(in[4], 2), T, k)
-	H := splitMats(graph.Unstack(in[5], 3), T, k, k)
-	v := splitSeries(graph.Unstack(in[6], 2), T, nv)
-	w := splitSeries(graph.Unstack(in[7], 2), T, nw)
-	xi := splitSeries(graph.Unstack(in[8], 2), T, k)
+	xbar := graph.Series(graph.Unstack(in[1], 2), T+1, n)
+	ubar := graph.Series(graph.Unstack(in[2], 2), T, k)
+	L := graph.MatSeries(graph.Unstack(in[3], 3), T, k, n)
+	l := graph.Series(graph.Unstack(in[4], 2), T, k)
+	H := graph.MatSeries(graph.Unstack(in[5], 3), T, k, k)
+	v := graph.Series(graph.Unstack(in[6], 2), T, nv)
+	w := graph.Series(graph.Unstack(in[7], 2), T, nw)
+	xi := graph.Series(graph.Unstack(in[8], 2), T, k)
 	dims := in[6].Shape().Dimensions[2:]
 
 	x := make(graph.Vec, n)

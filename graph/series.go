@@ -53,3 +53,31 @@ func BatchDims(xs ...S) []int {
 	}
 	return broadcastDims(nodes...)
 }
+
+// Series groups flat scalars [T][d] into T vectors of length d.
+func Series(flat []S, T, d int) []Vec {
+	if len(flat) != T*d {
+		panic(fmt.Sprintf("graph: Series of %d scalars as %d×%d", len(flat), T, d))
+	}
+	out := make([]Vec, T)
+	for t := range T {
+		out[t] = Vec(flat[t*d : (t+1)*d])
+	}
+	return out
+}
+
+// MatSeries groups flat scalars [T][r][c] into T r×c matrices.
+func MatSeries(flat []S, T, r, c int) []Mat {
+	if len(flat) != T*r*c {
+		panic(fmt.Sprintf("graph: MatSeries of %d scalars as %d×%d×%d", len(flat), T, r, c))
+	}
+	out := make([]Mat, T)
+	for t := range T {
+		m := NewMat(r, c)
+		for i := range r {
+			copy(m[i], flat[(t*r+i)*c:(t*r+i+1)*c])
+		}
+		out[t] = m
+	}
+	return out
+}

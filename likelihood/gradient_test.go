@@ -1,0 +1,134 @@
+package likelihood
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// simulateTrials simulates trials of the task's default agent for steps steps.
+func simulateTrials(t testing.TB, m models.Model, observe control.Observe, theta []float64, trials, steps int, seed uint64) [][][]float64 {
+	t.Helper()
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	spec := m.Spec()
+	sv, err := control.NewSolver(m, steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{theta}, nil)
+	require.NoError(t, err)
+	xs, err := control.Simulate(m, pol, [][]float64{theta}, b, control.SimOptions{Observe: observe, Trials: trials, Seed: seed})
+	require.NoError(t, err)
+	return xs[0]
+}
+
+// testTheta returns the task's defaults in fitting scale (a zero log10 parameter is replaced
+// by a value inside its box).
+func testTheta(spec models.Spec) (natural, scaled []float64) {
+	for _, p := range spec.Params {
+		v := p.Default
+		if p.Scale == models.Log10Scale && v <= 0 {
+			v = math.Sqrt(p.Lo * p.Hi)
+		}
+		natural = append(natural, v)
+		scaled = append(scaled, p.ToScale(v))
+	}
+	return natural, scaled
+}
+
+// replicate returns a policy with P copies of problem 0 of pol.
+func replicate(pol *control.Policy, P int) *control.Policy {
+	rep := func(src []float64) []float64 {
+		rows := len(src) / pol.Problems
+		out := make([]float64, rows*P)
+		for r := range rows {
+			for p := range P {
+				out[r*P+p] = src[r*pol.Problems]
+			}
+		}
+		return out
+	}
+	return &control.Policy{Problems: P, Steps: pol.Steps, States: pol.States, Controls: pol.Controls,
+		Xbar: rep(pol.Xbar), Ubar: rep(pol.Ubar), Gain: rep(pol.Gain), Offset: rep(pol.Offset), Hessian: rep(pol.Hessian)}
+}
+
+// TestGradientsMatchFiniteDifferences compares the exact gradient from the graph with
+// fourth-order central differences of the log-likelihood for every task, both observabilities, both methods and
+// both linearizations. With LinearizeILQG the nominal trajectory is held at its value at θ,
+// which is what the gradient (through the last iteration, App. H.1) differentiates.
+func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	const steps, trials, h = 12, 3, 1e-4
+	configs := []Options{
+		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData},
+		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData},
+		{Method: MCEBaseline, Linearize: LinearizeData},
+		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeILQG},
+		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeILQG},
+		{Method: MCEBaseline, Linearize: LinearizeILQG},
+	}
+	for _, name := range []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"} {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		spec := m.Spec()
+		natural, theta := testTheta(spec)
+		data := map[control.Observe][][][]float64{
+			control.ObservePartial: simulateTrials(t, m, control.ObservePartial, natural, trials, steps, 3),
+			control.ObserveFull:    simulateTrials(t, m, control.ObserveFull, natural, trials, steps, 3),
+		}
+		for _, opts := range configs {
+			observe := opts.Observe
+			if observe == "" {
+				observe = control.ObservePartial
+			}
+			t.Run(fmt.Sprintf("%s/%s/%s/%s", name, opts.Method, observe, opts.Linearize), func(t *testing.T) {
+				e, err := New(m, b, opts)
+				require.NoError(t, err)
+				p := len(theta)
+				// Rows: θ, then θ + s·h·e_i for s in (2, 1, −1, −2) and each parameter i.
+				stencil := []float64{2, 1, -1, -2}
+				rows := make([][][][]float64, 1+len(stencil)*p)
+				thetas := make([][]float64, len(rows))
+				for r := range rows {
+					rows[r] = data[observe]
+					thetas[r] = append([]float64(nil), theta...)
+					if r > 0 {
+						i, s := (r-1)/len(stencil), stencil[(r-1)%len(stencil)]
+						thetas[r][i] += s * h
+					}
+				}
+				d, err := e.Prepare(rows)
+				require.NoError(t, err)
+				var nominal *control.Policy
+				if opts.Linearize == LinearizeILQG {
+					one, err := e.Prepare(rows[:1])
+					require.NoError(t, err)
+					pol, err := e.Nominal(one, thetas[:1])
+					require.NoError(t, err)
+					nominal = replicate(pol, len(rows))
+				}
+				ll, grad, err := e.EvalAt(d, thetas, nominal)
+				require.NoError(t, err)
+				require.False(t, math.IsInf(ll[0], 0), "log-likelihood not finite")
+				scale := 0.0
+				fd := make([]float64, p)
+				for i := range p {
+					f := ll[1+4*i : 5+4*i] // f(θ+2h), f(θ+h), f(θ−h), f(θ−2h)
+					fd[i] = (-f[0] + 8*f[1] - 8*f[2] + f[3]) / (12 * h)
+					scale = math.Max(scale, math.Abs(fd[i]))
+				}
+				for i := range p {
+					tol := 1e-6 * math.Max(math.Abs(fd[i]), 1e-3*scale)
+					assert.InDelta(t, fd[i], grad[0][i], math.Max(tol, 1e-7),
+						"d loglik / d %s: exact %g, finite difference %g (loglik %g)", spec.Params[i].Name, grad[0][i], fd[i], ll[0])
+				}
+			})
+		}
+	}
+}

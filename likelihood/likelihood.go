@@ -1,0 +1,390 @@
+// Package likelihood computes the inverse-optimal-control log-likelihood of observed state
+// trajectories given an agent's parameters θ, and its exact gradient, on computation graphs
+// (paper Sec. 3 and App. B–H).
+//
+// Three likelihoods are available: belief tracking for a partially observable agent (ours,
+// Sec. 3), the special case of an agent that sees the state (App. E), and the
+// maximum-causal-entropy IRL baseline (App. B). The agent's controller comes from one
+// backward pass of the linearized problem, either around the data with estimated controls
+// (Sec. 3.3, App. G) or around the iLQG solution for the current θ (App. H, the gradient
+// flowing through the last iteration). One graph evaluates many parameter vectors at once, each
+// against its own set of trials, and returns every log-likelihood with its gradient with
+// respect to the parameters in their fitting scale (log10 or linear).
+package likelihood
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+var log2Pi = math.Log(2 * math.Pi)
+
+// Method selects the likelihood.
+type Method string
+
+const (
+	// Ours is the belief-tracking likelihood of the paper (or App. E when the agent observes
+	// the state).
+	Ours Method = "ours"
+	// MCEBaseline is the maximum-causal-entropy IRL baseline with estimated controls (App. B).
+	MCEBaseline Method = "baseline"
+)
+
+// Linearization selects the trajectory around which the agent's problem is linearized.
+type Linearization string
+
+const (
+	// LinearizeData linearizes around each observed trajectory with estimated controls
+	// (paper Sec. 3.3): one backward pass per evaluation.
+	LinearizeData Linearization = "data"
+	// LinearizeILQG linearizes around the iLQG solution for the current θ (App. H); needed
+	// when the policy depends on the belief covariance (light-dark).
+	LinearizeILQG Linearization = "ilqg"
+)
+
+// DefaultJitter is added to covariances before they are factorized, as in the reference.
+const DefaultJitter = 1e-6
+
+// Options configure an Evaluator. The zero value means: partial observability, our method,
+// the task's planner and temperature, data-based linearization.
+type Options struct {
+	Observe   control.Observe
+	Method    Method
+	Planner   models.Planner
+	Linearize Linearization
+	// Temperature of the maximum-causal-entropy policy noise; 0 means the task's (paper
+	// Table 1). Set NoPolicyNoise for none.
+	Temperature   float64
+	NoPolicyNoise bool
+	Jitter        float64     // 0 means DefaultJitter
+	Prior         [][]float64 // covariance of the initial belief mean; nil means the identity
+	// GaussNewtonIters for control estimation of models not affine in u; 0 means default.
+	GaussNewtonIters int
+	Solver           control.SolverOptions // for LinearizeILQG
+}
+
+func (o Options) withDefaults(spec models.Spec) (Options, error) {
+	if o.Observe == "" {
+		o.Observe = control.ObservePartial
+	}
+	if o.Method == "" {
+		o.Method = Ours
+	}
+	if o.Planner == "" {
+		o.Planner = spec.Planner
+	}
+	if o.Linearize == "" {
+		o.Linearize = LinearizeData
+	}
+	if o.Temperature == 0 && !o.NoPolicyNoise {
+		o.Temperature = spec.Temperature
+	}
+	if o.NoPolicyNoise {
+		o.Temperature = 0
+	}
+	if o.Jitter == 0 {
+		o.Jitter = DefaultJitter
+	}
+	if o.GaussNewtonIters == 0 {
+		o.GaussNewtonIters = DefaultGaussNewtonIters
+	}
+	o.Solver.Planner = o.Planner
+	if o.Solver.Eps == 0 {
+		o.Solver.Eps = control.RegularizationEps
+	}
+	switch {
+	case o.Observe != control.ObservePartial && o.Observe != control.ObserveFull:
+		return o, fmt.Errorf("unknown observation mode %q: use partial or full", o.Observe)
+	case o.Method != Ours && o.Method != MCEBaseline:
+		return o, fmt.Errorf("unknown method %q: use ours or baseline", o.Method)
+	case o.Planner != models.PlannerFull && o.Planner != models.PlannerPartial:
+		return o, fmt.Errorf("unknown planner %q: use full or partial", o.Planner)
+	case o.Linearize != LinearizeData && o.Linearize != LinearizeILQG:
+		return o, fmt.Errorf("unknown linearization %q: use data or ilqg", o.Linearize)
+	case o.Temperature < 0 || math.IsNaN(o.Temperature):
+		return o, fmt.Errorf("temperature must be >= 0, got %g", o.Temperature)
+	case o.Method == MCEBaseline && o.Temperature == 0:
+		return o, fmt.Errorf("the MCE baseline needs a temperature > 0")
+	case o.Prior != nil && len(o.Prior) != len(spec.States):
+		return o, fmt.Errorf("prior covariance must be %d×%d", len(spec.States), len(spec.States))
+	}
+	return o, nil
+}
+
+// Evaluator computes log-likelihoods and gradients for one task and options. Graphs are
+// compiled once per data shape and reused. It is safe for concurrent use.
+type Evaluator struct {
+	sym     *models.Symbolic
+	opts    Options
+	backend backends.Backend
+	prog    *graph.Program
+
+	mu      sync.Mutex
+	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
+}
+
+// New returns an Evaluator for model m on backend b.
+func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
+	s, err := models.Derive(m)
+	if err != nil {
+		return nil, err
+	}
+	opts, err = opts.withDefaults(s.Spec)
+	if err != nil {
+		return nil, err
+	}
+	e := &Evaluator{sym: s, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
+	e.prog = graph.NewProgram(b, "loglik_"+s.Spec.Name, e.build)
+	return e, nil
+}
+
+// Options returns the options in effect (defaults filled in).
+func (e *Evaluator) Options() Options { return e.opts }
+
+// Spec returns the task's spec.
+func (e *Evaluator) Spec() models.Spec { return e.sym.Spec }
+
+// Program returns the compiled program, for its build statistics.
+func (e *Evaluator) Program() *graph.Program { return e.prog }
+
+// Data is a batch of trial sets prepared for evaluation: row p holds the trials that parameter
+// vector p is to explain (for fitting, one subject's trials, repeated for each restart).
+type Data struct {
+	Rows, Trials, Steps int       // P, N (the most trials of any row), T
+	states              []float64 // [T+1][n][P][N]
+	mask                []float64 // [P][N]: 1 for a real trial, 0 for padding
+	initial             [][]float64
+}
+
+// Prepare packs rows of trials (rows[p][trial][t][state]) for Eval. Rows may have different
+// numbers of trials: shorter rows are padded with copies of their own first trial that are
+// masked out, so padding never contributes. All trials must have the same length (≥ 2 states)
+// and the task's state dimension.
+func (e *Evaluator) Prepare(rows [][][][]float64) (*Data, error) {
+	n := len(e.sym.Spec.States)
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("no rows to evaluate")
+	}
+	N, T := 0, -1
+	for p, row := range rows {
+		if len(row) == 0 {
+			return nil, fmt.Errorf("row %d has no trials", p)
+		}
+		N = max(N, len(row))
+		for r, tr := range row {
+			if T < 0 {
+				T = len(tr) - 1
+			}
+			if len(tr)-1 != T {
+				return nil, fmt.Errorf("row %d trial %d has %d states, others %d", p, r, len(tr), T+1)
+			}
+			if T < 1 {
+				return nil, fmt.Errorf("trajectories need at least 2 states")
+			}
+			for t, x := range tr {
+				if len(x) != n {
+					return nil, fmt.Errorf("row %d trial %d t=%d has %d state values, task %s has %d", p, r, t, len(x), e.sym.Spec.Name, n)
+				}
+			}
+		}
+	}
+	P := len(rows)
+	d := &Data{Rows: P, Trials: N, Steps: T, states: make([]float64, (T+1)*n*P*N), mask: make([]float64, P*N), initial: make([][]float64, P)}
+	for p, row := range rows {
+		d.initial[p] = make([]float64, n)
+		for r := range N {
+			src := row[0]
+			if r < len(row) {
+				src = row[r]
+				d.mask[p*N+r] = 1
+				for i := range n {
+					d.initial[p][i] += src[0][i] / float64(len(row))
+				}
+			}
+			for t := range T + 1 {
+				for i := range n {
+					d.states[((t*n+i)*P+p)*N+r] = src[t][i]
+				}
+			}
+		}
+	}
+	return d, nil
+}
+
+// Eval returns, for each row p of d, the log-likelihood of its trials at parameters theta[p]
+// (in each parameter's fitting scale: log10 or linear) summed over trials and time steps, and
+// its gradient with respect to theta[p]. A log-likelihood that is not finite (for example a
+// covariance that is not positive definite at that θ) is reported as −Inf, with a NaN
+// gradient.
+func (e *Evaluator) Eval(d *Data, theta [][]float64) (loglik []float64, grad [][]float64, err error) {
+	var nominal *control.Policy
+	if e.opts.Linearize == LinearizeILQG {
+		if nominal, err = e.Nominal(d, theta); err != nil {
+			return nil, nil, err
+		}
+	}
+	return e.EvalAt(d, theta, nominal)
+}
+
+// EvalAt is Eval with the iLQG solution around which LinearizeILQG linearizes given instead
+// of computed (see Nominal); it is ignored for LinearizeData. The gradient treats the nominal
+// trajectory as fixed: it flows through the last linearization, filter and backward pass only
+// (paper App. H.1), so it is the exact gradient of the likelihood at a fixed nominal.
+func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) (loglik []float64, grad [][]float64, err error) {
+	spec := e.sym.Spec
+	p := len(spec.Params)
+	if len(theta) != d.Rows {
+		return nil, nil, fmt.Errorf("%d parameter vectors for %d data rows", len(theta), d.Rows)
+	}
+	flat := make([]float64, p*d.Rows)
+	for r, th := range theta {
+		if len(th) != p {
+			return nil, nil, fmt.Errorf("parameter vector %d has %d values, task %s has %d", r, len(th), spec.Name, p)
+		}
+		for i, v := range th {
+			flat[i*d.Rows+r] = v
+		}
+	}
+	n, k, T, P := len(spec.States), len(spec.Controls), d.Steps, d.Rows
+	inputs := []*tensors.Tensor{
+		graph.NewTensor(flat, p, P, 1),
+		graph.NewTensor(d.states, T+1, n, P, d.Trials),
+		graph.NewTensor(d.mask, P, d.Trials),
+	}
+	if e.opts.Linearize == LinearizeILQG {
+		pol := nominal
+		if pol == nil || pol.Problems != P || pol.Steps != T {
+			return nil, nil, fmt.Errorf("linearize ilqg: need the iLQG solution for %d rows and %d steps", P, T)
+		}
+		inputs = append(inputs,
+			graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
+			graph.NewTensor(pol.Gain, T, k, n, P, 1))
+	}
+	out, err := e.prog.Run(inputs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	loglik = out[0].Data
+	grad = make([][]float64, P)
+	for r := range P {
+		grad[r] = make([]float64, p)
+		for i := range p {
+			grad[r][i] = out[1].Data[i*P+r]
+		}
+		if math.IsNaN(loglik[r]) || math.IsInf(loglik[r], 0) {
+			loglik[r] = math.Inf(-1)
+			for i := range grad[r] {
+				grad[r][i] = math.NaN()
+			}
+		}
+	}
+	return loglik, grad, nil
+}
+
+// Nominal solves the agent's problem by iLQG for each row's θ (fitting scale), from the mean
+// initial state of the row's trials: the trajectory around which LinearizeILQG linearizes.
+func (e *Evaluator) Nominal(d *Data, theta [][]float64) (*control.Policy, error) {
+	spec := e.sym.Spec
+	natural := make([][]float64, len(theta))
+	for r, th := range theta {
+		natural[r] = make([]float64, len(th))
+		for i, v := range th {
+			natural[r][i] = spec.Params[i].FromScale(v)
+		}
+	}
+	solver, err := e.solverFor(d.Steps)
+	if err != nil {
+		return nil, err
+	}
+	return solver.Solve(natural, d.initial)
+}
+
+// solverFor returns the iLQG solver for horizon T, creating it once.
+func (e *Evaluator) solverFor(T int) (*control.Solver, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sv, ok := e.solvers[T]; ok {
+		return sv, nil
+	}
+	sv, err := control.NewSolver(e.sym.Model, T, e.backend, e.opts.Solver)
+	if err != nil {
+		return nil, err
+	}
+	e.solvers[T] = sv
+	return sv, nil
+}
+
+func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
+	s, o := e.sym, e.opts
+	spec := s.Spec
+	n, k := len(spec.States), len(spec.Controls)
+	T := in[1].Shape().Dimensions[0] - 1
+	thetaScaled := graph.Unstack(in[0], 1)
+	theta := make(graph.Vec, len(thetaScaled))
+	for i, th := range thetaScaled {
+		if spec.Params[i].Scale == models.Log10Scale {
+			theta[i] = graph.Pow10(th)
+		} else {
+			theta[i] = th
+		}
+	}
+	X := graph.Series(graph.Unstack(in[1], 2), T+1, n)
+	Sigma0 := graph.ConstMat(spec.InitialBeliefCov())
+	prior := Prior(spec)
+	if o.Prior != nil {
+		prior = graph.ConstMat(o.Prior)
+	}
+
+	var Uhat []graph.Vec
+	if o.Linearize == LinearizeData || o.Method == MCEBaseline {
+		Uhat = EstimateControls(s, theta, X, o.GaussNewtonIters)
+	}
+	agent := &Agent{Temperature: o.Temperature}
+	var tr *control.Trajectory
+	if o.Linearize == LinearizeData {
+		agent.Xbar, agent.Ubar = X, Uhat
+	} else {
+		agent.Xbar = graph.Series(graph.Unstack(in[3], 2), T+1, n)
+		agent.Ubar = graph.Series(graph.Unstack(in[4], 2), T, k)
+	}
+	tr = control.Linearize(s, theta, agent.Xbar, agent.Ubar)
+	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
+	switch {
+	case o.Method == MCEBaseline || o.Planner == models.PlannerFull:
+		agent.Gains = control.BackwardPass(tr, o.Solver.Eps)
+		if partialAgent {
+			agent.K = control.KalmanGains(tr, Sigma0)
+		}
+	case o.Linearize == LinearizeData:
+		agent.K = control.KalmanGains(tr, Sigma0)
+		agent.Gains = control.BackwardPassPartial(tr, agent.K, o.Solver.Eps)
+	default: // partially observable iLQG around its own solution
+		Lprev := graph.MatSeries(graph.Unstack(in[5], 3), T, k, n)
+		agent.K = control.FilterGainsPartial(tr, Lprev, Sigma0)
+		agent.Gains = control.BackwardPassPartial(tr, agent.K, o.Solver.Eps)
+	}
+
+	var ll graph.S
+	switch {
+	case o.Method == MCEBaseline:
+		ll = Baseline(s, theta, X, Uhat, agent)
+	case o.Observe == control.ObserveFull:
+		ll = FullyObservable(s, theta, X, agent, o.Jitter)
+	default:
+		ll = BeliefTracking(s, theta, X, agent, prior, o.Jitter)
+	}
+	dims := in[2].Shape().Dimensions
+	perTrial := graph.Materialize(g, ll, dims...)
+	masked := G.Where(G.GreaterThan(in[2], G.ZerosLike(in[2])), perTrial, G.ZerosLike(perTrial))
+	total := G.ReduceSum(masked, 1)
+	gradient := G.Gradient(G.ReduceAllSum(total), in[0])[0]
+	return []*G.Node{total, gradient}
+}

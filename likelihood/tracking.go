@@ -1,0 +1,135 @@
+package likelihood
+
+import (
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// Agent is the agent's control law and belief dynamics along one linearization, as graph
+// values: at step t it applies u(b) = Ubar_t + l_t + L_t·(b − Xbar_t) to its belief mean b (or
+// to the state, when it observes the state) plus maximum-causal-entropy noise with covariance
+// Temperature·H̃_t⁻¹, and its belief follows b' = f(b, u, 0) + K_t·(y − h(b, 0)).
+type Agent struct {
+	Xbar, Ubar  []graph.Vec
+	Gains       control.Gains
+	K           []graph.Mat // Kalman gains; nil for a fully observing agent
+	Temperature float64
+}
+
+// Control returns the agent's noise-free control at step t for belief (or state) b.
+func (a *Agent) Control(t int, b graph.Vec) graph.Vec {
+	u := graph.VecAdd(a.Ubar[t], a.Gains.Offset(t))
+	return graph.VecAdd(u, graph.MatVec(a.Gains.Gain(t), graph.VecSub(b, a.Xbar[t])))
+}
+
+// policyNoiseCov returns Temperature·J·H̃_t⁻¹·Jᵀ, the covariance that the policy noise adds
+// to J·u; nil when the temperature is 0.
+func (a *Agent) policyNoiseCov(t int, J graph.Mat) graph.Mat {
+	if a.Temperature == 0 {
+		return nil
+	}
+	return graph.MatScale(graph.C(a.Temperature), graph.Sandwich(J, graph.SPDInverse(a.Gains.Hessian(t))))
+}
+
+func addCov(A, B graph.Mat) graph.Mat {
+	if B == nil {
+		return A
+	}
+	return graph.MatAdd(A, B)
+}
+
+// BeliefTracking returns the log-likelihood log p(x_1..x_T | x_0, θ) of one observed
+// trajectory X under a partially observable agent (paper Sec. 3.1–3.2, App. C–D). The state
+// and the agent's belief mean form a Markov system
+//
+//	x' = f(x, u(b), v),   b' = f(b, u(b), 0) + K·(h(x, w) − h(b, 0)),
+//
+// which is linearized at the observed state and the current mean μ of the belief. A Gaussian
+// N(μ, Σ) over the belief, starting at N(x_0, prior), is pushed through it to the joint
+// Gaussian of (x', b'):
+//
+//	mean = (f(x, u(μ), 0), f(μ, u(μ), 0) + K·(h(x, 0) − h(μ, 0)))
+//	J_b = [B_x·L; A_μ − K·F_μ + B_μ·L],  J_v = [V_x; 0],  J_w = [0; K·W_x],  J_ξ-noise = [B_x; B_μ]
+//	cov = J_b Σ J_bᵀ + J_v J_vᵀ + J_w J_wᵀ + temperature·[B_x; B_μ] H̃⁻¹ [B_x; B_μ]ᵀ
+//
+// (A, B, V, F, W the model's Jacobians at the subscripted point). The observed x' contributes
+// log N(x'; mean_x, cov_xx + jitter·I), and conditioning on it gives the next belief
+// distribution. The observation noise enters at the true state x, where it arises; the belief
+// update uses no state noise.
+func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, prior graph.Mat, jitter float64) graph.S {
+	n := len(s.Spec.States)
+	mu, Sigma := X[0], prior
+	total := graph.C(0)
+	for t := 0; t+1 < len(X); t++ {
+		u := agent.Control(t, mu)
+		px := control.At(s, theta, X[t], u) // the state's side
+		pb := control.At(s, theta, mu, u)   // the belief's side
+		K, L := agent.K[t], agent.Gains.Gain(t)
+		Bx, Bb := px.B(), pb.B()
+
+		meanX := px.F0()
+		meanB := graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
+		Jb := graph.Blocks([][]graph.Mat{
+			{graph.MatMul(Bx, L)},
+			{graph.MatAdd(graph.MatSub(pb.A(), graph.MatMul(K, pb.F())), graph.MatMul(Bb, L))},
+		})
+		cov := graph.Sandwich(Jb, Sigma)
+		cov = graph.MatAdd(cov, graph.Blocks([][]graph.Mat{
+			{graph.Gram(px.V()), nil},
+			{nil, graph.Gram(graph.MatMul(K, px.W()))},
+		}))
+		cov = addCov(cov, agent.policyNoiseCov(t, graph.Blocks([][]graph.Mat{{Bx}, {Bb}})))
+
+		Sxx := graph.AddDiag(cov.Sub(0, n, 0, n), graph.C(jitter))
+		Sxb := cov.Sub(0, n, n, 2*n)
+		chol := graph.Chol(Sxx)
+		residual := graph.VecSub(X[t+1], meanX)
+		total = graph.Add(total, graph.GaussLogDensity(residual, chol))
+
+		// Condition the belief on the observed state (Gaussian conditioning, Eq. 5).
+		z := graph.SolveLower(chol, graph.Col(residual)).ColVec(0)
+		Z := graph.SolveLower(chol, Sxb) // L⁻¹Σ_xb
+		mu = graph.VecAdd(meanB, graph.TMatVec(Z, z))
+		Sigma = graph.MatSub(cov.Sub(n, 2*n, n, 2*n), graph.Gram(graph.T(Z)))
+	}
+	return total
+}
+
+// FullyObservable returns log p(x_1..x_T | x_0, θ) of one trajectory under an agent that
+// observes the state (paper App. E): x' ~ N(f(x, u(x), 0), V Vᵀ + temperature·B H̃⁻¹ Bᵀ +
+// jitter·I) with V, B at (x, u(x)).
+func FullyObservable(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, jitter float64) graph.S {
+	total := graph.C(0)
+	for t := 0; t+1 < len(X); t++ {
+		u := agent.Control(t, X[t])
+		p := control.At(s, theta, X[t], u)
+		cov := addCov(graph.Gram(p.V()), agent.policyNoiseCov(t, p.B()))
+		chol := graph.Chol(graph.AddDiag(cov, graph.C(jitter)))
+		total = graph.Add(total, graph.GaussLogDensity(graph.VecSub(X[t+1], p.F0()), chol))
+	}
+	return total
+}
+
+// Baseline returns the maximum-causal-entropy IRL log-likelihood of one trajectory (paper
+// App. B): the estimated controls Û are treated as observed, each with the density of the
+// linearized MCE policy, log N(û_t; u(x_t), temperature·H̃_t⁻¹), summed over t. It has no
+// observation model. (The reference implementation averages over steps and trials; this is
+// the sum, the log-likelihood proper.)
+func Baseline(s *models.Symbolic, theta graph.Vec, X, Uhat []graph.Vec, agent *Agent) graph.S {
+	total := graph.C(0)
+	for t := range Uhat {
+		residual := graph.VecSub(Uhat[t], agent.Control(t, X[t]))
+		// N(r; 0, τH̃⁻¹) has precision H̃/τ, whose Cholesky factor is chol(H̃)/√τ.
+		chol := graph.Chol(graph.MatScale(graph.C(1/agent.Temperature), agent.Gains.Hessian(t)))
+		z := graph.MatVec(graph.T(chol), residual) // rᵀ(H̃/τ)r = |cholᵀ r|²
+		k := float64(len(residual))
+		logdetPrec := graph.LogDetChol(chol)
+		total = graph.Add(total, graph.Sub(graph.Scale(0.5, graph.Sub(logdetPrec, graph.Dot(z, z))), graph.C(0.5*k*log2Pi)))
+	}
+	return total
+}
+
+// Prior returns the default distribution over the agent's initial belief mean: centred on the
+// first observed state with identity covariance, as in the reference implementation.
+func Prior(spec models.Spec) graph.Mat { return graph.Eye(len(spec.States)) }
