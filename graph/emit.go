@@ -52,8 +52,8 @@ func Atan2(y, x S) S {
 	value := atan2Value(ys, xs)
 	r2 := Add(Square(xs), Square(ys))
 	r2 = Select(GreaterThan(r2, C(0)), r2, C(1)) // the derivative at the origin is taken as 0
-	a := Div(xs, r2)      // ∂atan2/∂y, constant for the gradient
-	b := Neg(Div(ys, r2)) // ∂atan2/∂x
+	a := Div(xs, r2)                             // ∂atan2/∂y, constant for the gradient
+	b := Neg(Div(ys, r2))                        // ∂atan2/∂x
 	lin := Add(Mul(a, y), Mul(b, x))
 	zeroWithGradient := Sub(lin, N(G.StopGradient(lin.Node(g))))
 	return Add(value, zeroWithGradient)
