@@ -199,7 +199,7 @@ func TestLinearGaussianExact(t *testing.T) {
 		opts := Options{Jitter: 1e-13, Temperature: c.temperature, NoPolicyNoise: c.temperature == 0, Linearize: LinearizeILQG}
 		e, err := New(m, b, opts)
 		require.NoError(t, err)
-		d, err := e.Prepare([][][][]float64{trials})
+		d, err := e.Prepare([][][][]float64{trials}, 0)
 		require.NoError(t, err)
 		theta := []float64{math.Log10(c.actionCost), math.Log10(c.motorNoise), math.Log10(c.obsNoise)}
 		ll, _, err := e.Eval(d, [][]float64{theta})

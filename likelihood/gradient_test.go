@@ -103,11 +103,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 						thetas[r][i] += s * h
 					}
 				}
-				d, err := e.Prepare(rows)
+				d, err := e.Prepare(rows, 0)
 				require.NoError(t, err)
 				var nominal *control.Policy
 				if opts.Linearize == LinearizeILQG {
-					one, err := e.Prepare(rows[:1])
+					one, err := e.Prepare(rows[:1], 0)
 					require.NoError(t, err)
 					pol, err := e.Nominal(one, thetas[:1])
 					require.NoError(t, err)

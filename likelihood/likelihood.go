@@ -69,6 +69,12 @@ type Options struct {
 	// GaussNewtonIters for control estimation of models not affine in u; 0 means default.
 	GaussNewtonIters int
 	Solver           control.SolverOptions // for LinearizeILQG
+	// FirstOrderNoise linearizes in all noises jointly, as the paper and the reference
+	// implementation do, dropping the variance of products of control-dependent noise with
+	// the random part of the control (see BeliefTracking). Off by default.
+	FirstOrderNoise bool
+	// ValueOnly skips the gradient (Eval returns nil gradients): about half the work.
+	ValueOnly bool
 }
 
 func (o Options) withDefaults(spec models.Spec) (Options, error) {
@@ -152,6 +158,18 @@ func (e *Evaluator) Options() Options { return e.opts }
 // Spec returns the task's spec.
 func (e *Evaluator) Spec() models.Spec { return e.sym.Spec }
 
+// Identifiable reports, for each parameter, whether the likelihood depends on it at all: the
+// observation model's parameters do not matter for an agent that sees the state and plans as
+// if it did, nor for the MCE baseline, which has no observation model.
+func (e *Evaluator) Identifiable() []bool {
+	withObs := e.opts.Method == Ours && (e.opts.Observe == control.ObservePartial || e.opts.Planner == models.PlannerPartial)
+	out := make([]bool, len(e.sym.Spec.Params))
+	for i := range out {
+		out[i] = e.sym.Uses(i, withObs)
+	}
+	return out
+}
+
 // Program returns the compiled program, for its build statistics.
 func (e *Evaluator) Program() *graph.Program { return e.prog }
 
@@ -165,16 +183,20 @@ type Data struct {
 }
 
 // Prepare packs rows of trials (rows[p][trial][t][state]) for Eval. Rows may have different
-// numbers of trials: shorter rows are padded with copies of their own first trial that are
-// masked out, so padding never contributes. All trials must have the same length (≥ 2 states)
-// and the task's state dimension.
-func (e *Evaluator) Prepare(rows [][][][]float64) (*Data, error) {
+// numbers of trials: shorter rows are padded, up to trials (0 means the longest row), with
+// copies of their own first trial that are masked out, so padding never contributes. All
+// trials must have the same length (≥ 2 states) and the task's state dimension. Keeping the
+// shapes of Data fixed (same number of rows and trials) reuses the compiled graph.
+func (e *Evaluator) Prepare(rows [][][][]float64, trials int) (*Data, error) {
 	n := len(e.sym.Spec.States)
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("no rows to evaluate")
 	}
-	N, T := 0, -1
+	N, T := trials, -1
 	for p, row := range rows {
+		if trials > 0 && len(row) > trials {
+			return nil, fmt.Errorf("row %d has %d trials, more than %d", p, len(row), trials)
+		}
 		if len(row) == 0 {
 			return nil, fmt.Errorf("row %d has no trials", p)
 		}
@@ -273,15 +295,20 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 		return nil, nil, err
 	}
 	loglik = out[0].Data
+	for r := range P {
+		if math.IsNaN(loglik[r]) || math.IsInf(loglik[r], 0) {
+			loglik[r] = math.Inf(-1)
+		}
+	}
+	if e.opts.ValueOnly {
+		return loglik, nil, nil
+	}
 	grad = make([][]float64, P)
 	for r := range P {
 		grad[r] = make([]float64, p)
 		for i := range p {
 			grad[r][i] = out[1].Data[i*P+r]
-		}
-		if math.IsNaN(loglik[r]) || math.IsInf(loglik[r], 0) {
-			loglik[r] = math.Inf(-1)
-			for i := range grad[r] {
+			if math.IsInf(loglik[r], -1) {
 				grad[r][i] = math.NaN()
 			}
 		}
@@ -347,7 +374,7 @@ func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
 	if o.Linearize == LinearizeData || o.Method == MCEBaseline {
 		Uhat = EstimateControls(s, theta, X, o.GaussNewtonIters)
 	}
-	agent := &Agent{Temperature: o.Temperature}
+	agent := &Agent{Temperature: o.Temperature, FirstOrderNoise: o.FirstOrderNoise}
 	var tr *control.Trajectory
 	if o.Linearize == LinearizeData {
 		agent.Xbar, agent.Ubar = X, Uhat
@@ -385,6 +412,9 @@ func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
 	perTrial := graph.Materialize(g, ll, dims...)
 	masked := G.Where(G.GreaterThan(in[2], G.ZerosLike(in[2])), perTrial, G.ZerosLike(perTrial))
 	total := G.ReduceSum(masked, 1)
+	if o.ValueOnly {
+		return []*G.Node{total}
+	}
 	gradient := G.Gradient(G.ReduceAllSum(total), in[0])[0]
 	return []*G.Node{total, gradient}
 }

@@ -15,6 +15,9 @@ type Agent struct {
 	Gains       control.Gains
 	K           []graph.Mat // Kalman gains; nil for a fully observing agent
 	Temperature float64
+	// FirstOrderNoise drops the variance of products of noises (see BeliefTracking), as the
+	// reference implementation does.
+	FirstOrderNoise bool
 }
 
 // Control returns the agent's noise-free control at step t for belief (or state) b.
@@ -30,6 +33,32 @@ func (a *Agent) policyNoiseCov(t int, J graph.Mat) graph.Mat {
 		return nil
 	}
 	return graph.MatScale(graph.C(a.Temperature), graph.Sandwich(J, graph.SPDInverse(a.Gains.Hessian(t))))
+}
+
+// productNoiseCov returns the covariance of the state noise terms that are products of the
+// signal-dependent noise with the random part of the control, Σ_j Cu_j·Cov(u)·Cu_jᵀ, where
+// Cov(u) = L·Σ·Lᵀ (Σ the belief covariance, nil for none) + temperature·H̃⁻¹. A first-order
+// linearization in the noises drops these; they matter where the motor noise is large relative
+// to the control (reaching: σ_m/√dt = 1). nil when there is nothing to add.
+func (a *Agent) productNoiseCov(t int, Cu []graph.Mat, Sigma graph.Mat) graph.Mat {
+	if a.FirstOrderNoise || len(Cu) == 0 {
+		return nil
+	}
+	var covU graph.Mat
+	if Sigma != nil {
+		covU = graph.Sandwich(a.Gains.Gain(t), Sigma)
+	}
+	if a.Temperature > 0 {
+		covU = addCov(graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.Gains.Hessian(t))), covU)
+	}
+	if covU == nil {
+		return nil
+	}
+	var out graph.Mat
+	for _, C := range Cu {
+		out = addCov(graph.Sandwich(C, covU), out)
+	}
+	return out
 }
 
 func addCov(A, B graph.Mat) graph.Mat {
@@ -52,8 +81,14 @@ func addCov(A, B graph.Mat) graph.Mat {
 //	mean = (f(x, u(μ), 0), f(μ, u(μ), 0) + K·(h(x, 0) − h(μ, 0)))
 //	J_b = [B_x·L; A_μ − K·F_μ + B_μ·L],  J_v = [V_x; 0],  J_w = [0; K·W_x],  J_ξ-noise = [B_x; B_μ]
 //	cov = J_b Σ J_bᵀ + J_v J_vᵀ + J_w J_wᵀ + temperature·[B_x; B_μ] H̃⁻¹ [B_x; B_μ]ᵀ
+//	      + [Σ_j Cu_j (L Σ Lᵀ + temperature·H̃⁻¹) Cu_jᵀ, 0; 0, 0]
 //
-// (A, B, V, F, W the model's Jacobians at the subscripted point). The observed x' contributes
+// (A, B, V, F, W the model's Jacobians at the subscripted point; Cu_j = ∂V_j/∂u). The last
+// term is the exact variance of the products of the control-dependent state noise with the
+// random part of the control (belief deviation and policy noise), which the paper's
+// first-order linearization in all noises drops (Agent.FirstOrderNoise restores that). Without
+// it the likelihood underestimates the motor variability of an agent with policy noise and
+// biases the control cost. The observed x' contributes
 // log N(x'; mean_x, cov_xx + jitter·I), and conditioning on it gives the next belief
 // distribution. The observation noise enters at the true state x, where it arises; the belief
 // update uses no state noise.
@@ -75,8 +110,9 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *A
 			{graph.MatAdd(graph.MatSub(pb.A(), graph.MatMul(K, pb.F())), graph.MatMul(Bb, L))},
 		})
 		cov := graph.Sandwich(Jb, Sigma)
+		stateNoise := addCov(graph.Gram(px.V()), agent.productNoiseCov(t, px.Cu(), Sigma))
 		cov = graph.MatAdd(cov, graph.Blocks([][]graph.Mat{
-			{graph.Gram(px.V()), nil},
+			{stateNoise, nil},
 			{nil, graph.Gram(graph.MatMul(K, px.W()))},
 		}))
 		cov = addCov(cov, agent.policyNoiseCov(t, graph.Blocks([][]graph.Mat{{Bx}, {Bb}})))
@@ -98,13 +134,15 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *A
 
 // FullyObservable returns log p(x_1..x_T | x_0, θ) of one trajectory under an agent that
 // observes the state (paper App. E): x' ~ N(f(x, u(x), 0), V Vᵀ + temperature·B H̃⁻¹ Bᵀ +
-// jitter·I) with V, B at (x, u(x)).
+// temperature·Σ_j Cu_j H̃⁻¹ Cu_jᵀ + jitter·I) with V, B, Cu at (x, u(x)); the Cu term is
+// dropped with Agent.FirstOrderNoise.
 func FullyObservable(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, jitter float64) graph.S {
 	total := graph.C(0)
 	for t := 0; t+1 < len(X); t++ {
 		u := agent.Control(t, X[t])
 		p := control.At(s, theta, X[t], u)
 		cov := addCov(graph.Gram(p.V()), agent.policyNoiseCov(t, p.B()))
+		cov = addCov(cov, agent.productNoiseCov(t, p.Cu(), nil))
 		chol := graph.Chol(graph.AddDiag(cov, graph.C(jitter)))
 		total = graph.Add(total, graph.GaussLogDensity(graph.VecSub(X[t+1], p.F0()), chol))
 	}

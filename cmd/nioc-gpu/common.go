@@ -1,0 +1,222 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// taskFlags are the flags that say which agent and likelihood to use.
+type taskFlags struct {
+	task, observe, planner, method, linearize, backend string
+	temperature                                        float64
+}
+
+func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
+	fs.StringVar(&tf.task, "task", "", "task name (see `nioc-gpu tasks`)")
+	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives: partial (noisy observations, EKF belief) or full (the state)")
+	fs.StringVar(&tf.planner, "planner", "", "the agent's planner: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
+	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
+	if withMethod {
+		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
+		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around the data (data) or around the iLQG solution for each θ (ilqg)")
+		fs.Float64Var(&tf.temperature, "temperature", -1, "maximum-causal-entropy policy-noise temperature; default: the task's (paper Table 1)")
+	}
+}
+
+func (tf *taskFlags) model() (models.Model, error) {
+	if tf.task == "" {
+		return nil, usagef("--task is required; known tasks: %s", strings.Join(models.Names(), ", "))
+	}
+	m, err := models.Get(tf.task)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return m, nil
+}
+
+func (tf *taskFlags) backendOrErr() (backends.Backend, error) {
+	name := tf.backend
+	if name != "" && name != graph.BackendGo && name != graph.BackendXLA {
+		return nil, usagef("unknown backend %q: use go or xla", name)
+	}
+	return graph.NewBackend(name)
+}
+
+func (tf *taskFlags) observeMode() (control.Observe, error) {
+	switch control.Observe(tf.observe) {
+	case control.ObservePartial, control.ObserveFull:
+		return control.Observe(tf.observe), nil
+	}
+	return "", usagef("unknown --observe %q: use partial or full", tf.observe)
+}
+
+func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
+	switch models.Planner(tf.planner) {
+	case "":
+		return spec.Planner, nil
+	case models.PlannerFull, models.PlannerPartial:
+		return models.Planner(tf.planner), nil
+	}
+	return "", usagef("unknown --planner %q: use full or partial", tf.planner)
+}
+
+// likelihoodOptions returns the likelihood options of the flags.
+func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
+	var o likelihood.Options
+	var err error
+	if o.Observe, err = tf.observeMode(); err != nil {
+		return o, err
+	}
+	if o.Planner, err = tf.plannerFor(spec); err != nil {
+		return o, err
+	}
+	switch likelihood.Method(tf.method) {
+	case likelihood.Ours, likelihood.MCEBaseline:
+		o.Method = likelihood.Method(tf.method)
+	default:
+		return o, usagef("unknown --method %q: use ours or baseline", tf.method)
+	}
+	switch likelihood.Linearization(tf.linearize) {
+	case likelihood.LinearizeData, likelihood.LinearizeILQG:
+		o.Linearize = likelihood.Linearization(tf.linearize)
+	default:
+		return o, usagef("unknown --linearize %q: use data or ilqg", tf.linearize)
+	}
+	switch {
+	case tf.temperature < 0:
+	case tf.temperature == 0:
+		o.NoPolicyNoise = true
+	default:
+		o.Temperature = tf.temperature
+	}
+	return o, nil
+}
+
+// parseAssignments parses "name=value,name=value" into an ordered list.
+func parseAssignments(s, flagName string) ([]string, []float64, error) {
+	var names []string
+	var values []float64
+	if strings.TrimSpace(s) == "" {
+		return nil, nil, nil
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			return nil, nil, usagef("--%s: %q is not name=value", flagName, part)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return nil, nil, usagef("--%s: %s=%q is not a number", flagName, name, val)
+		}
+		if seen[name] {
+			return nil, nil, usagef("--%s: parameter %s given twice", flagName, name)
+		}
+		seen[name] = true
+		names = append(names, name)
+		values = append(values, v)
+	}
+	return names, values, nil
+}
+
+// paramValues returns the task's parameters (natural units) with the assignments of s
+// applied. Unknown names, non-finite values and values outside the model's domain are errors.
+func paramValues(spec models.Spec, s, flagName string) ([]float64, error) {
+	values := spec.Defaults()
+	names, vals, err := parseAssignments(s, flagName)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range names {
+		idx := paramIndex(spec, n)
+		if idx < 0 {
+			return nil, usagef("--%s: task %s has no parameter %q; its parameters are %s", flagName, spec.Name, n, strings.Join(spec.ParamNames(), ", "))
+		}
+		if err := spec.Params[idx].Validate(vals[i]); err != nil {
+			return nil, usagef("--%s: %v", flagName, err)
+		}
+		values[idx] = vals[i]
+	}
+	return values, nil
+}
+
+func paramIndex(spec models.Spec, name string) int {
+	for i, p := range spec.Params {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// toScale converts natural parameter values to their fitting scales.
+func toScale(spec models.Spec, natural []float64) []float64 {
+	out := make([]float64, len(natural))
+	for i, v := range natural {
+		out[i] = spec.Params[i].ToScale(v)
+	}
+	return out
+}
+
+// readData reads a trajectory CSV for the task, with errors that name the task.
+func readData(path string, spec models.Spec) (*data.Set, error) {
+	set, err := data.Read(path, spec.States)
+	if err != nil {
+		return nil, fmt.Errorf("%w (task %s)", err, spec.Name)
+	}
+	return set, nil
+}
+
+// checkWritable fails early if a file cannot be created at path.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, ".nioc-write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// trialsOf returns a subject's trials as [trial][t][state].
+func trialsOf(s data.Subject) [][][]float64 {
+	out := make([][][]float64, len(s.Trials))
+	for i, tr := range s.Trials {
+		out[i] = tr.States
+	}
+	return out
+}
+
+// jsonFloat renders a float for JSON output, with non-finite values as strings.
+func jsonFloat(v float64) any {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	if math.IsInf(v, 1) {
+		return "+Inf"
+	}
+	if math.IsInf(v, -1) {
+		return "-Inf"
+	}
+	return v
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+)
+
+func init() {
+	register(command{name: "loglik", summary: "evaluate the log-likelihood of a data file and its gradient", run: runLoglik})
+}
+
+func runLoglik(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("loglik", "--task NAME --data FILE.csv [--params name=value,...] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|ilqg]", stderr)
+	var tf taskFlags
+	tf.register(fs, true)
+	dataPath := fs.String("data", "", "trajectory CSV (header subject,trial,t,<states>)")
+	params := fs.String("params", "", "parameter values name=value,... in natural units (others: the task's defaults)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "data"); err != nil {
+		return err
+	}
+	spec := m.Spec()
+	theta, err := paramValues(spec, *params, "params")
+	if err != nil {
+		return err
+	}
+	opts, err := tf.likelihoodOptions(spec)
+	if err != nil {
+		return err
+	}
+	set, err := readData(*dataPath, spec)
+	if err != nil {
+		return err
+	}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return err
+	}
+	e, err := likelihood.New(m, b, opts)
+	if err != nil {
+		return err
+	}
+	rows := make([][][][]float64, len(set.Subjects))
+	thetas := make([][]float64, len(set.Subjects))
+	for i, s := range set.Subjects {
+		rows[i] = trialsOf(s)
+		thetas[i] = toScale(spec, theta)
+	}
+	d, err := e.Prepare(rows, 0)
+	if err != nil {
+		return err
+	}
+	ll, grad, err := e.Eval(d, thetas)
+	if err != nil {
+		return err
+	}
+	for i, s := range set.Subjects {
+		obj := map[string]any{"loglik": jsonFloat(ll[i]), "trials": len(s.Trials)}
+		g := map[string]any{}
+		for j, p := range spec.Params {
+			g[p.Name] = jsonFloat(grad[i][j])
+		}
+		obj["grad"] = g
+		if len(set.Subjects) > 1 {
+			obj["subject"] = s.ID
+		}
+		line, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(line))
+	}
+	return nil
+}

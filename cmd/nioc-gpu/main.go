@@ -1,0 +1,123 @@
+// Command nioc-gpu is probabilistic inverse optimal control for non-linear, partially
+// observable, stochastic agents (Straub, Schultheis, Koeppl & Rothkopf, NeurIPS 2023): it
+// simulates the tasks' agents, evaluates the likelihood of observed state trajectories, and
+// fits the agents' costs and noises to them.
+//
+// Run `nioc-gpu help` for the commands.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand of the tool.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+// usageError marks errors in the command line (exit status 2).
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status: 0 success, 1 failure,
+// 2 a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				_ = c.run([]string{"-h"}, stdout, stderr)
+				return 0
+			}
+		}
+		printUsage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "nioc-gpu: unknown command %q\n\n", args[0])
+		printUsage(stderr)
+		return 2
+	}
+	err := c.run(args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "nioc-gpu %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "run `nioc-gpu %s -h` for help\n", c.name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "nioc-gpu %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "nioc-gpu: probabilistic inverse optimal control for partially observable agents")
+	fmt.Fprintln(w, "\nUsage: nioc-gpu <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `nioc-gpu <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "Backend: --backend go (pure Go, default) or xla; or set NIOC_BACKEND (and NIOC_PJRT=cpu|cuda|/path/plugin.so).")
+}
+
+// newFlags returns a flag set for a command that prints its usage to stderr.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: nioc-gpu %s %s\n\nFlags:\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors and rejecting positional
+// arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags start with --)", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+// required checks that the named string flags were given.
+func required(fs *flag.FlagSet, names ...string) error {
+	for _, n := range names {
+		if f := fs.Lookup(n); f == nil || f.Value.String() == "" {
+			return usagef("--%s is required", n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/data"
+)
+
+func init() {
+	register(command{name: "simulate", summary: "simulate an iLQG agent and write its state trajectories as CSV", run: runSimulate})
+}
+
+func runSimulate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T] [--seed 1] --out FILE.csv", stderr)
+	var tf taskFlags
+	tf.register(fs, false)
+	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
+	trials := fs.Int("trials", 50, "trials per subject")
+	subjects := fs.Int("subjects", 1, "subjects, each with the same parameters and its own noise")
+	steps := fs.Int("steps", 0, "time steps T (the trajectories have T+1 states); default: the task's")
+	seed := fs.Uint64("seed", 1, "random seed")
+	temperature := fs.Float64("temperature", -1, "maximum-causal-entropy policy noise of the agent (covariance temperature·H⁻¹); default: the task's (paper Table 1), as the likelihood assumes; 0 for none")
+	out := fs.String("out", "", "output CSV file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	spec := m.Spec()
+	if err := required(fs, "out"); err != nil {
+		return err
+	}
+	theta, err := paramValues(spec, *params, "params")
+	if err != nil {
+		return err
+	}
+	observe, err := tf.observeMode()
+	if err != nil {
+		return err
+	}
+	planner, err := tf.plannerFor(spec)
+	if err != nil {
+		return err
+	}
+	T := *steps
+	if T == 0 {
+		T = spec.Steps
+	}
+	switch {
+	case T < 1:
+		return usagef("--steps must be >= 1, got %d", T)
+	case *trials < 1:
+		return usagef("--trials must be >= 1, got %d", *trials)
+	case *subjects < 1:
+		return usagef("--subjects must be >= 1, got %d", *subjects)
+	}
+	if *temperature < 0 {
+		*temperature = spec.Temperature
+	}
+	if err := checkWritable(*out); err != nil {
+		return err
+	}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return err
+	}
+	solver, err := control.NewSolver(m, T, b, control.SolverOptions{Planner: planner})
+	if err != nil {
+		return err
+	}
+	pol, err := solver.Solve([][]float64{theta}, nil)
+	if err != nil {
+		return err
+	}
+	if !pol.Converged[0] {
+		fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations\n", pol.Iterations)
+	}
+	set := &data.Set{StateNames: spec.States, Steps: T}
+	for s := range *subjects {
+		xs, err := control.Simulate(m, pol, [][]float64{theta}, b, control.SimOptions{
+			Observe: observe, Trials: *trials, Seed: *seed + uint64(s)*1_000_003, Temperature: *temperature})
+		if err != nil {
+			return err
+		}
+		subj := data.Subject{ID: strconv.Itoa(s + 1)}
+		for r, tr := range xs[0] {
+			subj.Trials = append(subj.Trials, data.Trial{ID: r, States: tr})
+		}
+		set.Subjects = append(set.Subjects, subj)
+	}
+	if err := data.Write(*out, set); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %d subject(s) × %d trials × %d steps of %s (%s observability, %s planner) to %s\n",
+		*subjects, *trials, T, spec.Name, observe, planner, *out)
+	return nil
+}

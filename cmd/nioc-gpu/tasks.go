@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+func init() {
+	register(command{name: "tasks", summary: "list the tasks with their states, parameters, bounds and horizons", run: runTasks})
+}
+
+type taskJSON struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	States      []string    `json:"states"`
+	Controls    []string    `json:"controls"`
+	Steps       int         `json:"steps"`
+	Planner     string      `json:"planner"`
+	Temperature float64     `json:"temperature"`
+	X0          []float64   `json:"x0"`
+	Params      []paramJSON `json:"params"`
+}
+
+type paramJSON struct {
+	Name    string  `json:"name"`
+	Default float64 `json:"default"`
+	Lo      float64 `json:"lo"`
+	Hi      float64 `json:"hi"`
+	Scale   string  `json:"scale"`
+	Doc     string  `json:"doc"`
+}
+
+func runTasks(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tasks", "[--json]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON, one task per line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	for _, name := range models.Names() {
+		m, err := models.Get(name)
+		if err != nil {
+			return err
+		}
+		s := m.Spec()
+		if *asJSON {
+			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, Controls: s.Controls,
+				Steps: s.Steps, Planner: string(s.Planner), Temperature: s.Temperature, X0: s.X0}
+			for _, p := range s.Params {
+				t.Params = append(t.Params, paramJSON{p.Name, p.Default, p.Lo, p.Hi, p.Scale.String(), p.Doc})
+			}
+			b, _ := json.Marshal(t)
+			fmt.Fprintln(stdout, string(b))
+			continue
+		}
+		fmt.Fprintf(stdout, "%s — %s\n", s.Name, s.Description)
+		fmt.Fprintf(stdout, "  states:   %s\n  controls: %s\n", strings.Join(s.States, ", "), strings.Join(s.Controls, ", "))
+		fmt.Fprintf(stdout, "  horizon:  %d steps; planner under partial observability: %s; MCE temperature %g\n", s.Steps, s.Planner, s.Temperature)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  parameter\tdefault\tsearch box\tscale\t")
+		for _, p := range s.Params {
+			fmt.Fprintf(tw, "  %s\t%g\t[%g, %g]\t%s\t%s\n", p.Name, p.Default, p.Lo, p.Hi, p.Scale, p.Doc)
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}

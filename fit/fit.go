@@ -1,0 +1,532 @@
+// Package fit finds maximum-likelihood parameters of the agent for many subjects at once:
+// bounded quasi-Newton optimization (L-BFGS-B) with exact gradients, random restarts drawn
+// uniformly in each parameter's fitting scale inside its bounds (paper Sec. 4), every
+// optimizer step of every (subject, restart) pair evaluated in one batched graph run, and
+// Laplace-approximation uncertainty and information criteria at the optimum.
+package fit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// Subject is one subject's observed trials, trials[trial][t][state].
+type Subject struct {
+	ID     string
+	Trials [][][]float64
+}
+
+// Options configure a Fitter.
+type Options struct {
+	Restarts int      // random restarts per subject; must be ≥ 1
+	Seed     uint64   // seed of the restarts' initial points
+	MaxIter  int      // L-BFGS-B iterations per restart; 0 means 200
+	Infer    []string // parameters to fit; nil means every parameter the likelihood depends on
+	Fix      map[string]float64
+	// MaxBatch bounds rows × trials per graph run (memory); 0 means 2500.
+	MaxBatch int
+	// BestTol: restarts within BestTol + 1e-7·|best| of the best log-likelihood count as
+	// reaching it; 0 means 0.01.
+	BestTol  float64
+	Settings LBFGSBSettings // PGTol and FTol apply to the negative log-likelihood per transition
+	// Progress, if set, is called after every batch of evaluations.
+	Progress func(Progress)
+}
+
+// Progress reports how a fit is going.
+type Progress struct {
+	SubjectsDone, Subjects int
+	BestLogLik             float64 // best log-likelihood of any finished subject so far
+	Evaluations            int     // likelihood evaluations so far (each a value and gradient)
+	Elapsed                time.Duration
+}
+
+// Result is the fit of one subject. Standard errors and intervals are in each parameter's
+// fitting scale (log10 or linear), from the Hessian of the negative log-likelihood at the
+// optimum (Laplace approximation).
+type Result struct {
+	Subject        string
+	Params         map[string]float64 // every parameter, natural units (fixed ones included)
+	Fitted         []string           // the fitted parameters, in task order
+	Scaled         map[string]float64 // fitted parameters in their fitting scale
+	LogLik         float64
+	StdErr         map[string]float64    // nil when the Hessian is not positive definite
+	CI95           map[string][2]float64 // θ̂ ± 1.96·SE in fitting scale
+	HessianPD      bool
+	AtBound        []string // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
+	AIC, BIC       float64
+	RestartsAtBest int
+	Restarts       int
+	Evaluations    int
+	Converged      bool
+	Status         string // the best restart's optimizer status
+	Trials         int
+	Seconds        float64
+	Err            string // why the subject could not be fitted; empty on success
+}
+
+// Fitter fits one task's likelihood.
+type Fitter struct {
+	e       *likelihood.Evaluator
+	spec    models.Spec
+	opts    Options
+	infer   []int     // indices of fitted parameters
+	base    []float64 // all parameters in fitting scale: fixed values and defaults
+	lo, hi  []float64 // bounds of the fitted parameters in fitting scale
+	batches int
+}
+
+// New returns a Fitter for the evaluator's likelihood. It checks the options: restarts ≥ 1,
+// known and distinct parameter names, no parameter both fitted and fixed, fixed values inside
+// the search box.
+func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
+	spec := e.Spec()
+	if opts.Restarts < 1 {
+		return nil, fmt.Errorf("restarts must be >= 1, got %d", opts.Restarts)
+	}
+	if opts.MaxIter == 0 {
+		opts.MaxIter = 200
+	}
+	if opts.MaxIter < 1 {
+		return nil, fmt.Errorf("max-iter must be >= 1, got %d", opts.MaxIter)
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 2500
+	}
+	if opts.BestTol <= 0 {
+		opts.BestTol = 0.01
+	}
+	index := map[string]int{}
+	for i, p := range spec.Params {
+		index[p.Name] = i
+	}
+	known := strings.Join(spec.ParamNames(), ", ")
+	f := &Fitter{e: e, spec: spec, opts: opts}
+	f.base = make([]float64, len(spec.Params))
+	for i, p := range spec.Params {
+		f.base[i] = p.ToScale(p.Default)
+	}
+	fixed := map[int]bool{}
+	for name, v := range opts.Fix {
+		i, ok := index[name]
+		if !ok {
+			return nil, fmt.Errorf("--fix: task %s has no parameter %q; its parameters are %s", spec.Name, name, known)
+		}
+		p := spec.Params[i]
+		if v < p.Lo || v > p.Hi || math.IsNaN(v) {
+			return nil, fmt.Errorf("--fix %s=%g is outside its bounds [%g, %g]", name, v, p.Lo, p.Hi)
+		}
+		fixed[i] = true
+		f.base[i] = p.ToScale(v)
+	}
+	if opts.Infer != nil {
+		seen := map[int]bool{}
+		for _, name := range opts.Infer {
+			i, ok := index[name]
+			if !ok {
+				return nil, fmt.Errorf("--infer: task %s has no parameter %q; its parameters are %s", spec.Name, name, known)
+			}
+			if seen[i] {
+				return nil, fmt.Errorf("--infer: parameter %s given twice", name)
+			}
+			if fixed[i] {
+				return nil, fmt.Errorf("parameter %s is both inferred and fixed", name)
+			}
+			seen[i] = true
+		}
+		for i := range spec.Params {
+			if seen[i] {
+				f.infer = append(f.infer, i)
+			}
+		}
+	} else {
+		for i, ok := range e.Identifiable() {
+			if ok && !fixed[i] {
+				f.infer = append(f.infer, i)
+			}
+		}
+	}
+	if len(f.infer) == 0 {
+		return nil, fmt.Errorf("no parameter left to fit")
+	}
+	for _, i := range f.infer {
+		p := spec.Params[i]
+		f.lo = append(f.lo, p.ToScale(p.Lo))
+		f.hi = append(f.hi, p.ToScale(p.Hi))
+	}
+	return f, nil
+}
+
+// Fitted returns the names of the fitted parameters.
+func (f *Fitter) Fitted() []string {
+	names := make([]string, len(f.infer))
+	for k, i := range f.infer {
+		names[k] = f.spec.Params[i].Name
+	}
+	return names
+}
+
+// InitialPoints returns the restarts' initial points for subject number s (its position in
+// the list given to Fit), uniform in each fitted parameter's scale inside its bounds. They
+// depend only on the seed and s.
+func (f *Fitter) InitialPoints(s int) [][]float64 {
+	rng := rand.New(rand.NewPCG(f.opts.Seed, uint64(s)))
+	pts := make([][]float64, f.opts.Restarts)
+	for r := range pts {
+		pts[r] = make([]float64, len(f.infer))
+		for k := range f.infer {
+			pts[r][k] = f.lo[k] + rng.Float64()*(f.hi[k]-f.lo[k])
+		}
+	}
+	return pts
+}
+
+func (f *Fitter) full(x []float64) []float64 {
+	th := slices.Clone(f.base)
+	for k, i := range f.infer {
+		th[i] = x[k]
+	}
+	return th
+}
+
+// Fit fits every subject and calls emit with each subject's result as soon as it is final
+// (emit calls are serialized; an error from emit stops the fit). All restarts of all subjects
+// advance together: each round of optimizer steps is one batched likelihood evaluation.
+// Cancelling ctx stops the fit; subjects not yet emitted are lost.
+func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) error) error {
+	if len(subjects) == 0 {
+		return nil
+	}
+	trials := 0
+	for _, s := range subjects {
+		if len(s.Trials) == 0 {
+			return fmt.Errorf("subject %s has no trials", s.ID)
+		}
+		trials = max(trials, len(s.Trials))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	var (
+		mu       sync.Mutex
+		done     int
+		best     = math.Inf(-1)
+		evals    int
+		emitErr  error
+		evalErr  error
+		progress = f.opts.Progress
+	)
+	rows := make([][][][]float64, len(subjects))
+	for i, s := range subjects {
+		rows[i] = s.Trials
+	}
+	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
+		ll, grad, err := f.evalBatch(rows, trials, reqs)
+		mu.Lock()
+		evals += len(reqs)
+		if err != nil && evalErr == nil {
+			evalErr = err
+		}
+		p := Progress{SubjectsDone: done, Subjects: len(subjects), BestLogLik: best, Evaluations: evals, Elapsed: time.Since(start)}
+		mu.Unlock()
+		if progress != nil {
+			progress(p)
+		}
+		return ll, grad, err
+	})
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	go func() { b.run(stop); close(served) }()
+
+	var wg sync.WaitGroup
+	for si := range subjects {
+		wg.Add(1)
+		b.enter()
+		go func() {
+			defer wg.Done()
+			defer b.exit()
+			res := f.fitSubject(ctx, b, si, subjects[si], start)
+			mu.Lock()
+			defer mu.Unlock()
+			if ctx.Err() != nil || emitErr != nil {
+				return
+			}
+			done++
+			if res.Err == "" {
+				best = math.Max(best, res.LogLik)
+			}
+			if err := emit(res); err != nil {
+				emitErr = err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-served
+	f.batches += b.batches
+	switch {
+	case emitErr != nil:
+		return emitErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case evalErr != nil:
+		return evalErr
+	}
+	return nil
+}
+
+// Batches returns the number of batched evaluation rounds run so far.
+func (f *Fitter) Batches() int { return f.batches }
+
+// fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
+// goroutine is itself a registered worker of b while it runs.
+func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time) Result {
+	T := len(s.Trials[0]) - 1
+	nObs := float64(len(s.Trials) * T)
+	res := Result{Subject: s.ID, Fitted: f.Fitted(), Restarts: f.opts.Restarts, Trials: len(s.Trials)}
+	var (
+		mu      sync.Mutex
+		results = make([]LBFGSBResult, f.opts.Restarts)
+		wg      sync.WaitGroup
+	)
+	objective := func(x []float64) (float64, []float64, error) {
+		ll, grad, err := b.call(ctx, si, f.full(x))
+		if err != nil {
+			return 0, nil, err
+		}
+		mu.Lock()
+		res.Evaluations++
+		mu.Unlock()
+		if math.IsInf(ll, -1) {
+			return math.Inf(1), nil, nil
+		}
+		g := make([]float64, len(f.infer))
+		for k, i := range f.infer {
+			g[k] = -grad[i] / nObs
+		}
+		return -ll / nObs, g, nil
+	}
+	settings := f.opts.Settings
+	settings.MaxIter = f.opts.MaxIter
+	for r, x0 := range f.InitialPoints(si) {
+		wg.Add(1)
+		b.enter()
+		go func() {
+			defer wg.Done()
+			defer b.exit()
+			results[r] = LBFGSB(objective, x0, f.lo, f.hi, settings)
+		}()
+	}
+	// This goroutine makes no calls while its restarts run: leave the batcher meanwhile.
+	b.exit()
+	wg.Wait()
+	b.enter()
+	if ctx.Err() != nil {
+		res.Err = ctx.Err().Error()
+		return res
+	}
+	bestR := -1
+	var reasons []string
+	for r, rr := range results {
+		if rr.Err != nil {
+			reasons = append(reasons, rr.Err.Error())
+			continue
+		}
+		if math.IsInf(rr.F, 0) || math.IsNaN(rr.F) {
+			reasons = append(reasons, rr.Status)
+			continue
+		}
+		if bestR < 0 || rr.F < results[bestR].F {
+			bestR = r
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if bestR < 0 {
+		res.Err = "every restart failed: " + summarize(reasons)
+		return res
+	}
+	bestRes := results[bestR]
+	res.LogLik = -bestRes.F * nObs
+	res.Converged = bestRes.Converged
+	res.Status = bestRes.Status
+	tol := f.opts.BestTol + 1e-7*math.Abs(res.LogLik)
+	for _, rr := range results {
+		if rr.Err == nil && !math.IsInf(rr.F, 0) && -rr.F*nObs >= res.LogLik-tol {
+			res.RestartsAtBest++
+		}
+	}
+	theta := f.full(bestRes.X)
+	res.Params = map[string]float64{}
+	res.Scaled = map[string]float64{}
+	for i, p := range f.spec.Params {
+		res.Params[p.Name] = p.FromScale(theta[i])
+	}
+	for k, i := range f.infer {
+		name := f.spec.Params[i].Name
+		res.Scaled[name] = bestRes.X[k]
+		if bestRes.X[k]-f.lo[k] < 1e-6 || f.hi[k]-bestRes.X[k] < 1e-6 {
+			res.AtBound = append(res.AtBound, name)
+		}
+	}
+	k := float64(len(f.infer))
+	res.AIC = 2*k - 2*res.LogLik
+	res.BIC = k*math.Log(nObs) - 2*res.LogLik
+	if err := f.laplace(ctx, b, si, bestRes.X, &res); err != nil {
+		res.Err = err.Error()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+// hessianStep is the central-difference step, in fitting scale, of the Hessian.
+const hessianStep = 1e-4
+
+// laplace fills the standard errors and intervals from the Hessian of the negative
+// log-likelihood in fitting scale, by central differences of exact gradients (all 2p
+// gradients in one batch).
+func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, res *Result) error {
+	p := len(f.infer)
+	grads := make([][]float64, 2*p)
+	errs := make([]error, 2*p)
+	var wg sync.WaitGroup
+	for j := range 2 * p {
+		wg.Add(1)
+		b.enter()
+		go func() {
+			defer wg.Done()
+			defer b.exit()
+			xs := slices.Clone(x)
+			if j%2 == 0 {
+				xs[j/2] += hessianStep
+			} else {
+				xs[j/2] -= hessianStep
+			}
+			ll, g, err := b.call(ctx, si, f.full(xs))
+			if err == nil && math.IsInf(ll, -1) {
+				err = errors.New("log-likelihood not finite next to the optimum")
+			}
+			grads[j], errs[j] = g, err
+		}()
+	}
+	b.exit()
+	wg.Wait()
+	b.enter()
+	res.Evaluations += 2 * p
+	for _, err := range errs {
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return nil // no uncertainty, but the fit stands
+		}
+	}
+	H := make([][]float64, p)
+	for a := range p {
+		H[a] = make([]float64, p)
+		for c := range p {
+			ia := f.infer[a]
+			// ∂²(−LL)/∂x_a∂x_c ≈ −(g_a(x + h e_c) − g_a(x − h e_c)) / 2h
+			H[a][c] = -(grads[2*c][ia] - grads[2*c+1][ia]) / (2 * hessianStep)
+		}
+	}
+	for a := range p {
+		for c := a + 1; c < p; c++ {
+			m := 0.5 * (H[a][c] + H[c][a])
+			H[a][c], H[c][a] = m, m
+		}
+	}
+	cov, ok := spdInverse(H)
+	res.HessianPD = ok
+	if !ok {
+		return nil
+	}
+	res.StdErr = map[string]float64{}
+	res.CI95 = map[string][2]float64{}
+	for k, i := range f.infer {
+		name := f.spec.Params[i].Name
+		se := math.Sqrt(cov[k][k])
+		res.StdErr[name] = se
+		res.CI95[name] = [2]float64{x[k] - 1.959963984540054*se, x[k] + 1.959963984540054*se}
+	}
+	return nil
+}
+
+// spdInverse inverts a symmetric matrix by Cholesky; ok is false if it is not positive
+// definite.
+func spdInverse(A [][]float64) ([][]float64, bool) {
+	L, ok := cholesky(A)
+	if !ok {
+		return nil, false
+	}
+	n := len(A)
+	inv := make([][]float64, n)
+	for j := range n {
+		e := make([]float64, n)
+		e[j] = 1
+		choleskySolve(L, e)
+		inv[j] = e
+	}
+	return inv, true
+}
+
+func summarize(reasons []string) string {
+	count := map[string]int{}
+	for _, r := range reasons {
+		count[r]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d)", k, count[k])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// evalBatch evaluates requests in chunks of a fixed number of rows, so that only a few
+// graph shapes are ever compiled: the chunk size is the largest that fits MaxBatch, halved
+// while the requests fit in half of it.
+func (f *Fitter) evalBatch(rows [][][][]float64, trials int, reqs []*request) ([]float64, [][]float64, error) {
+	chunk := max(1, f.opts.MaxBatch/trials)
+	for chunk > 1 && len(reqs) <= chunk/2 {
+		chunk = (chunk + 1) / 2
+	}
+	ll := make([]float64, 0, len(reqs))
+	grad := make([][]float64, 0, len(reqs))
+	for startIdx := 0; startIdx < len(reqs); startIdx += chunk {
+		part := reqs[startIdx:min(startIdx+chunk, len(reqs))]
+		dataRows := make([][][][]float64, chunk)
+		thetas := make([][]float64, chunk)
+		for i := range chunk {
+			r := part[min(i, len(part)-1)] // pad with copies of the last request
+			dataRows[i] = rows[r.row]
+			thetas[i] = r.theta
+		}
+		d, err := f.e.Prepare(dataRows, trials)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, g, err := f.e.Eval(d, thetas)
+		if err != nil {
+			return nil, nil, err
+		}
+		ll = append(ll, l[:len(part)]...)
+		grad = append(grad, g[:len(part)]...)
+	}
+	return ll, grad, nil
+}
