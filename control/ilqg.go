@@ -24,9 +24,13 @@ type Policy struct {
 	Gain             []float64 // L: [T][k][n][P]
 	Offset           []float64 // l: [T][k][P]
 	Hessian          []float64 // H̃: [T][k][k][P]
-	Cost             []float64 // [P] expected cost of the nominal trajectory
-	Iterations       int
-	Converged        []bool // [P]
+	// Cost is the cost of the noise-free nominal trajectory [P]; for the partially observable
+	// planner, plus the expected spread that noise and estimation errors add (see
+	// Moments.ExpectedCostSpread), the objective its line search decreases.
+	Cost       []float64
+	CostTrace  [][]float64 // cost of the nominal after each iteration, [iteration][P]
+	Iterations int
+	Converged  []bool // [P]
 }
 
 // SolverOptions configure SolveILQG.
@@ -135,6 +139,7 @@ func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
 		return nil, err
 	}
 	pol.Xbar, pol.Ubar, pol.Cost = X, U, J
+	pol.CostTrace = append(pol.CostTrace, slices.Clone(J))
 	alphas := make([]float64, sv.opts.LineSearch)
 	for i := range alphas {
 		alphas[i] = math.Pow(0.5, float64(i))
@@ -173,6 +178,7 @@ func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
 				done[p], pol.Converged[p] = true, true
 			}
 		}
+		pol.CostTrace = append(pol.CostTrace, slices.Clone(pol.Cost))
 	}
 	// The final control law at the final nominal trajectory.
 	if err := sv.runBackward(thetaT, pol); err != nil {
@@ -221,30 +227,36 @@ func (sv *Solver) buildRollout(g *G.Graph, in []*G.Node) []*G.Node {
 	theta := graph.Unstack(in[0], 1)
 	x := graph.Vec(graph.Unstack(in[1], 1))
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
-	xbar := graph.Unstack(in[2], 2)
-	ubar := graph.Unstack(in[3], 2)
-	L := graph.Unstack(in[4], 3)
-	l := graph.Unstack(in[5], 2)
+	xbar := graph.Series(graph.Unstack(in[2], 2), T+1, n)
+	ubar := graph.Series(graph.Unstack(in[3], 2), T, k)
+	L := graph.MatSeries(graph.Unstack(in[4], 3), T, k, n)
+	l := graph.Series(graph.Unstack(in[5], 2), T, k)
 	alpha := graph.N(in[6])
 	P, K := in[1].Shape().Dimensions[1], in[6].Shape().Dimensions[1]
-	var xs, us []graph.S
+	X, U := []graph.Vec{x}, make([]graph.Vec, T)
 	cost := graph.C(0)
-	xs = append(xs, x...)
 	for t := range T {
-		u := make(graph.Vec, k)
-		for i := range k {
-			u[i] = graph.Add(ubar[t*k+i], graph.Mul(alpha, l[t*k+i]))
-			for j := range n {
-				u[i] = graph.Add(u[i], graph.Mul(L[(t*k+i)*n+j], graph.Sub(x[j], xbar[t*n+j])))
-			}
-		}
+		u := graph.VecAdd(graph.VecAdd(ubar[t], graph.VecScale(alpha, l[t])), graph.MatVec(L[t], graph.VecSub(x, xbar[t])))
 		pt := At(sv.sym, theta, x, u)
 		cost = graph.Add(cost, pt.Cost())
 		x = pt.F0()
-		xs = append(xs, x...)
-		us = append(us, u...)
+		X, U[t] = append(X, x), u
 	}
-	cost = graph.Add(cost, At(sv.sym, theta, x, nil).FinalCost())
+	tr := Linearize(sv.sym, theta, X, U)
+	cost = graph.Add(cost, tr.Final.FinalCost())
+	if sv.opts.Planner == models.PlannerPartial {
+		// The partially observable agent weighs the spread that estimation errors and noise
+		// add to the cost: compare candidates by their expected cost.
+		mo := ClosedLoopMoments(tr, L, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()))
+		cost = graph.Add(cost, mo.ExpectedCostSpread(tr, L))
+	}
+	var xs, us []graph.S
+	for _, v := range X {
+		xs = append(xs, v...)
+	}
+	for _, v := range U {
+		us = append(us, v...)
+	}
 	batch := []int{P, K}
 	return []*G.Node{
 		graph.Stack(g, xs, []int{T + 1, n}, batch),

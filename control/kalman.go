@@ -55,10 +55,26 @@ func kalmanStep(A, F, obsCov, stateCov, P graph.Mat) (K, next graph.Mat) {
 // absolute initial state instead of a zero deviation, and counts the cross moment Σbe once
 // instead of twice in E[xxᵀ].
 func FilterGainsPartial(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) []graph.Mat {
+	return ClosedLoopMoments(tr, L, Sigma0).K
+}
+
+// Moments are the filter gains and second moments of the linearized closed-loop system of
+// partially observable iLQG (see FilterGainsPartial): K_t for t < T and, for t = 0..T, the
+// covariances of the belief deviation (Sb), of the estimation error (Se) and their cross
+// covariance Sbe = E[b eᵀ].
+type Moments struct {
+	K           []graph.Mat
+	Sb, Se, Sbe []graph.Mat
+}
+
+// ClosedLoopMoments propagates the moments of FilterGainsPartial along tr under the gains L.
+func ClosedLoopMoments(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) *Moments {
 	n := len(Sigma0)
-	K := make([]graph.Mat, len(tr.Steps))
+	T := len(tr.Steps)
+	mo := &Moments{K: make([]graph.Mat, T), Sb: make([]graph.Mat, T+1), Se: make([]graph.Mat, T+1), Sbe: make([]graph.Mat, T+1)}
 	Sb, Se, Sbe := graph.NewMat(n, n), Sigma0, graph.NewMat(n, n)
 	for t, p := range tr.Steps {
+		mo.Sb[t], mo.Se[t], mo.Sbe[t] = Sb, Se, Sbe
 		A, B, F := p.A(), p.B(), p.F()
 		Sx := graph.MatAdd(graph.MatAdd(Sb, Se), symPlusT(Sbe))
 
@@ -78,16 +94,45 @@ func FilterGainsPartial(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) []graph
 		G := graph.MatAdd(graph.Sandwich(F, Se), obsCov)
 		lg := graph.Chol(G)
 		Z := graph.SolveLower(lg, graph.MatMul(F, graph.MatMulT(Se, A)))
-		K[t] = graph.T(graph.SolveLowerT(lg, Z))
+		mo.K[t] = graph.T(graph.SolveLowerT(lg, Z))
 		KGKt := graph.Gram(graph.T(Z))
 
 		ABL := graph.MatAdd(A, graph.MatMul(B, L[t]))
-		KF := graph.MatMul(K[t], F)
+		KF := graph.MatMul(mo.K[t], F)
 		nextSb := graph.MatAdd(graph.Sandwich(ABL, Sb), KGKt)
 		nextSb = graph.MatAdd(nextSb, symPlusT(graph.MatMul(ABL, graph.MatMulT(Sbe, KF))))
 		nextSe := graph.MatAdd(graph.MatSub(graph.Sandwich(A, Se), KGKt), M)
 		nextSbe := graph.MatMulT(graph.MatMul(ABL, Sbe), graph.MatSub(A, KF))
 		Sb, Se, Sbe = nextSb, nextSe, nextSbe
 	}
-	return K
+	mo.Sb[T], mo.Se[T], mo.Sbe[T] = Sb, Se, Sbe
+	return mo
+}
+
+// ExpectedCostSpread returns the expected cost of the closed-loop system beyond the cost of
+// its nominal trajectory, to second order: Σ_t [½tr(Q Σx) + ½tr(R Σu) + Σ_ij P_ij Σux_ij] +
+// ½tr(Q_T Σx_T), with Σx = E[δx δxᵀ] = Sb + Se + Sbe + Sbeᵀ, Σu = L Sb Lᵀ and
+// Σux = E[δu δxᵀ] = L (Sb + Sbe). Under partial observability this is what makes information
+// worth seeking: a path that reduces the estimation error lowers it.
+func (mo *Moments) ExpectedCostSpread(tr *Trajectory, L []graph.Mat) graph.S {
+	total := graph.C(0)
+	traceProd := func(A, B graph.Mat) graph.S { // Σ_ij A_ij B_ij
+		s := graph.C(0)
+		for i := range A {
+			for j := range A[i] {
+				s = graph.Add(s, graph.Mul(A[i][j], B[i][j]))
+			}
+		}
+		return s
+	}
+	sx := func(t int) graph.Mat {
+		return graph.MatAdd(graph.MatAdd(mo.Sb[t], mo.Se[t]), symPlusT(mo.Sbe[t]))
+	}
+	for t, p := range tr.Steps {
+		total = graph.Add(total, graph.Scale(0.5, traceProd(p.Q(), sx(t))))
+		total = graph.Add(total, graph.Scale(0.5, traceProd(p.R(), graph.Sandwich(L[t], mo.Sb[t]))))
+		total = graph.Add(total, traceProd(p.P(), graph.MatMul(L[t], graph.MatAdd(mo.Sb[t], mo.Sbe[t]))))
+	}
+	T := len(tr.Steps)
+	return graph.Add(total, graph.Scale(0.5, traceProd(tr.Final.FinalQ(), sx(T))))
 }

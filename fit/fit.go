@@ -168,6 +168,9 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	return f, nil
 }
 
+// SetProgress sets the function called after every batch of evaluations.
+func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }
+
 // Fitted returns the names of the fitted parameters.
 func (f *Fitter) Fitted() []string {
 	names := make([]string, len(f.infer))

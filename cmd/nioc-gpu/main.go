@@ -61,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errInterrupted):
+		return 130
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "nioc-gpu %s: %v\n", c.name, err)
 		fmt.Fprintf(stderr, "run `nioc-gpu %s -h` for help\n", c.name)

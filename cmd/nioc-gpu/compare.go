@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nioc-gpu/nioc-gpu/fit"
+)
+
+func init() {
+	register(command{name: "compare", summary: "print true against estimated parameters of results files", run: runCompare})
+}
+
+func runCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", "--task NAME [--truth name=value,...] results.jsonl [more.jsonl ...]", stderr)
+	task := fs.String("task", "", "task of the results")
+	truth := fs.String("truth", "", "true parameter values, name=value,... (default: the task's defaults)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() == 0 {
+		return usagef("give one or more results files")
+	}
+	tf := taskFlags{task: *task}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	spec := m.Spec()
+	trueVals, err := paramValues(spec, *truth, "truth")
+	if err != nil {
+		return err
+	}
+	type column struct {
+		name string
+		recs []fit.Record
+	}
+	var cols []column
+	for _, path := range fs.Args() {
+		recs, _, err := fit.ReadRecords(path)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return fmt.Errorf("%s has no results", path)
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if recs[0].Method != "" {
+			name = recs[0].Method + " (" + name + ")"
+		}
+		cols = append(cols, column{name, recs})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "parameter\ttruth")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.name)
+	}
+	fmt.Fprintln(tw, "\t")
+	errs := make([][]float64, len(cols))
+	for i, p := range spec.Params {
+		fmt.Fprintf(tw, "%s\t%.4g", p.Name, trueVals[i])
+		for ci, c := range cols {
+			var est, rel []float64
+			for _, r := range c.recs {
+				if v, ok := r.Params[p.Name]; ok && slices.Contains(r.Fitted, p.Name) {
+					est = append(est, v)
+					if trueVals[i] != 0 {
+						rel = append(rel, math.Abs(v-trueVals[i])/math.Abs(trueVals[i]))
+					}
+				}
+			}
+			if len(est) == 0 {
+				fmt.Fprint(tw, "\tnot fitted")
+				continue
+			}
+			errs[ci] = append(errs[ci], rel...)
+			label := "%.4g"
+			if len(est) > 1 {
+				label = "median %.4g"
+			}
+			cell := fmt.Sprintf(label, median(est))
+			if len(rel) > 0 {
+				cell += fmt.Sprintf(" (|rel. err.| %.2f)", median(rel))
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	fmt.Fprint(tw, "median |rel. err.|\t")
+	for ci := range cols {
+		fmt.Fprintf(tw, "\t%.3f", median(errs[ci]))
+	}
+	fmt.Fprintln(tw, "\t")
+	fmt.Fprint(tw, "log-likelihood\t")
+	for _, c := range cols {
+		var ll []float64
+		for _, r := range c.recs {
+			if r.LogLik != nil {
+				ll = append(ll, *r.LogLik)
+			}
+		}
+		fmt.Fprintf(tw, "\t%.2f", median(ll))
+	}
+	fmt.Fprintln(tw, "\t")
+	return tw.Flush()
+}
+
+// median returns the median of v (NaN if empty).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
+}

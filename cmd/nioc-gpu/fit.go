@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+func init() {
+	register(command{name: "fit", summary: "fit the agent's parameters to every subject of a data file (batched restarts, resumable)", run: runFit})
+	register(command{name: "merge", summary: "combine the results files of shards into one", run: runMerge})
+}
+
+// errInterrupted is returned when a signal stopped a fit; the exit status is 130.
+var errInterrupted = errors.New("interrupted")
+
+// parseShard parses "k/N" (1 ≤ k ≤ N).
+func parseShard(s string) (k, n int, err error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	k, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
+		return 0, 0, usagef("--shard %q: need k/N with 1 <= k <= N, e.g. 2/8", s)
+	}
+	return k, n, nil
+}
+
+// parseNames parses a comma-separated list of parameter names.
+func parseNames(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(n))
+	}
+	return out
+}
+
+func runFit(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|ilqg] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--backend go|xla] --out results.jsonl", stderr)
+	var tf taskFlags
+	tf.register(fs, true)
+	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")
+	restarts := fs.Int("restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
+	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
+	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
+	infer := fs.String("infer", "", "parameters to fit, name,name (default: all the likelihood depends on)")
+	fix := fs.String("fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
+	out := fs.String("out", "", "results file (JSON Lines, one subject per line); a .csv table is written beside it")
+	resume := fs.Bool("resume", false, "continue an interrupted run: skip subjects already in --out")
+	shard := fs.String("shard", "", "fit only shard k of N of the subjects (k/N), e.g. for a Slurm job array")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	maxBatch := fs.Int("max-batch", 2500, "restarts × trials evaluated per graph run (bounds memory)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "data", "out"); err != nil {
+		return err
+	}
+	spec := m.Spec()
+	if *restarts < 1 {
+		return usagef("--restarts must be >= 1, got %d", *restarts)
+	}
+	if *maxIter < 1 {
+		return usagef("--max-iter must be >= 1, got %d", *maxIter)
+	}
+	k, n, err := parseShard(*shard)
+	if err != nil {
+		return err
+	}
+	fixNames, fixVals, err := parseAssignments(*fix, "fix")
+	if err != nil {
+		return err
+	}
+	fixed := map[string]float64{}
+	for i, name := range fixNames {
+		fixed[name] = fixVals[i]
+	}
+	opts, err := tf.likelihoodOptions(spec)
+	if err != nil {
+		return err
+	}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return err
+	}
+	e, err := likelihood.New(m, b, opts)
+	if err != nil {
+		return err
+	}
+	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
+		Infer: parseNames(*infer), Fix: fixed, MaxBatch: *maxBatch})
+	if err != nil {
+		return usageError{err}
+	}
+
+	// Output: refuse to overwrite; on --resume, keep what is done.
+	var done []fit.Record
+	var valid int64
+	if _, statErr := os.Stat(*out); statErr == nil {
+		if !*resume {
+			return usagef("%s exists; use --resume to continue that run, or choose another --out", *out)
+		}
+		if done, valid, err = fit.ReadRecords(*out); err != nil {
+			return err
+		}
+		for _, r := range done {
+			if r.Task != spec.Name || r.Method != string(opts.Method) || r.Observe != string(opts.Observe) {
+				return fmt.Errorf("%s holds results of task %s, method %s, observe %s; this run is task %s, method %s, observe %s",
+					*out, r.Task, r.Method, r.Observe, spec.Name, opts.Method, opts.Observe)
+			}
+		}
+	} else if err := checkWritable(*out); err != nil {
+		return err
+	}
+	if sameFile(fit.CSVPath(*out), *dataPath) {
+		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(*out))
+	}
+	set, err := readData(*dataPath, spec)
+	if err != nil {
+		return err
+	}
+	skip := map[string]bool{}
+	for _, r := range done {
+		skip[r.Subject] = true
+	}
+	var subjects []fit.Subject
+	for i, s := range set.Subjects {
+		if i%n != k-1 || skip[s.ID] {
+			continue
+		}
+		subjects = append(subjects, fit.Subject{ID: s.ID, Trials: trialsOf(s)})
+	}
+	w, err := fit.OpenWriter(*out, valid)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	scale := map[string]string{}
+	for _, p := range spec.Params {
+		scale[p.Name] = p.Scale.String()
+	}
+	fmt.Fprintf(stderr, "fitting %s (%s, %s observability) to %d subject(s) of %s with %d restarts each; fitted: %s\n",
+		spec.Name, opts.Method, opts.Observe, len(subjects), *dataPath, *restarts, strings.Join(fitter.Fitted(), ", "))
+	if len(done) > 0 {
+		fmt.Fprintf(stderr, "resuming: %d subject(s) already in %s\n", len(done), *out)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := newProgressBar(stderr, *quiet)
+	fitter.SetProgress(bar.update)
+	failed := 0
+	err = fitter.Fit(ctx, subjects, func(r fit.Result) error {
+		if r.Err != "" {
+			failed++
+			bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
+		}
+		rec := fit.NewRecord(r, spec.Name, string(opts.Method), string(opts.Observe), scale)
+		done = append(done, rec)
+		return w.Write(rec)
+	})
+	bar.finish()
+	order := map[string]int{}
+	for i, s := range set.Subjects {
+		order[s.ID] = i
+	}
+	sort.SliceStable(done, func(a, b int) bool { return order[done[a].Subject] < order[done[b].Subject] })
+	if csvErr := fit.WriteCSV(fit.CSVPath(*out), done, fit.ParamNames(done, spec.ParamNames())); csvErr != nil && err == nil {
+		err = csvErr
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s; rerun with --resume to continue\n", len(done), *out)
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "done: %d subject(s) in %s and %s", len(done), *out, fit.CSVPath(*out))
+	if failed > 0 {
+		fmt.Fprintf(stderr, " (%d could not be fitted)", failed)
+	}
+	fmt.Fprintln(stderr)
+	return nil
+}
+
+func runMerge(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("merge", "--out merged.jsonl shard1.jsonl shard2.jsonl ...", stderr)
+	out := fs.String("out", "", "merged results file (a .csv table is written beside it)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *out == "" {
+		return usagef("--out is required")
+	}
+	if fs.NArg() == 0 {
+		return usagef("give the results files to merge")
+	}
+	recs, err := fit.Merge(fs.Args())
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(*out); err != nil {
+		return err
+	}
+	f, err := fit.OpenWriter(*out, 0)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := f.Write(r); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	var order []string
+	if len(recs) > 0 {
+		if m, err := models.Get(recs[0].Task); err == nil {
+			order = m.Spec().ParamNames()
+		}
+	}
+	if err := fit.WriteCSV(fit.CSVPath(*out), recs, fit.ParamNames(recs, order)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "merged %d subject(s) from %d file(s) into %s and %s\n", len(recs), fs.NArg(), *out, fit.CSVPath(*out))
+	return nil
+}
+
+// sameFile reports whether the two paths name the same existing file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// progressBar draws one updating status line on a terminal.
+type progressBar struct {
+	w       io.Writer
+	enabled bool
+	drawn   bool
+	last    time.Time
+}
+
+func newProgressBar(w io.Writer, quiet bool) *progressBar {
+	enabled := false
+	if f, ok := w.(*os.File); ok && !quiet {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			enabled = true
+		}
+	}
+	return &progressBar{w: w, enabled: enabled}
+}
+
+func (p *progressBar) update(pr fit.Progress) {
+	if !p.enabled || time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	rate := float64(pr.Evaluations) / pr.Elapsed.Seconds()
+	best := "—"
+	if pr.SubjectsDone > 0 {
+		best = strconv.FormatFloat(pr.BestLogLik, 'f', 2, 64)
+	}
+	width := 24
+	filled := width * pr.SubjectsDone / max(1, pr.Subjects)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d subjects  best loglik %s  %.1f evals/s  %s ",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pr.SubjectsDone, pr.Subjects, best, rate,
+		pr.Elapsed.Round(time.Second))
+	p.drawn = true
+}
+
+func (p *progressBar) println(s string) {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(p.w, s)
+}
+
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

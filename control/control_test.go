@@ -1,0 +1,201 @@
+package control
+
+import (
+	"math"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// simulateTask solves the task's agent at theta (natural units) and simulates trials.
+func simulateTask(t *testing.T, name string, planner models.Planner, theta []float64, observe Observe, trials int, seed uint64) (*Policy, [][][]float64) {
+	t.Helper()
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get(name)
+	require.NoError(t, err)
+	spec := m.Spec()
+	if theta == nil {
+		theta = spec.Defaults()
+	}
+	if planner == "" {
+		planner = spec.Planner
+	}
+	sv, err := NewSolver(m, spec.Steps, b, SolverOptions{Planner: planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{theta}, nil)
+	require.NoError(t, err)
+	xs, err := Simulate(m, pol, [][]float64{theta}, b, SimOptions{Observe: observe, Trials: trials, Seed: seed, Temperature: spec.Temperature})
+	require.NoError(t, err)
+	return pol, xs[0]
+}
+
+func finalMean(xs [][][]float64) []float64 {
+	T := len(xs[0]) - 1
+	mean := make([]float64, len(xs[0][0]))
+	for _, tr := range xs {
+		for i, v := range tr[T] {
+			mean[i] += v / float64(len(xs))
+		}
+	}
+	return mean
+}
+
+// handPosition is the reaching task's forward kinematics, written here independently.
+func handPosition(x []float64) (float64, float64) {
+	const l1, l2 = 0.3, 0.33
+	return l1*math.Cos(x[0]) + l2*math.Cos(x[0]+x[1]), l1*math.Sin(x[0]) + l2*math.Sin(x[0]+x[1])
+}
+
+func TestReachingHitsTarget(t *testing.T) {
+	spread := func(motorNoise float64) (meanErr, sd float64) {
+		theta := []float64{1e-4, 1e-2, motorNoise, 1}
+		_, xs := simulateTask(t, "reaching", "", theta, ObservePartial, 50, 1)
+		var ex, ey []float64
+		for _, tr := range xs {
+			hx, hy := handPosition(tr[len(tr)-1])
+			ex, ey = append(ex, hx), append(ey, hy)
+		}
+		mx, my := mean(ex), mean(ey)
+		return math.Hypot(mx-0.05, my-0.5), math.Sqrt(variance(ex) + variance(ey))
+	}
+	errLow, sdLow := spread(0.1)
+	assert.Less(t, errLow, 0.01, "mean final hand position within 1 cm of the target")
+	_, sdHigh := spread(0.4)
+	assert.Greater(t, sdHigh, 1.5*sdLow, "the spread of final positions grows with motor noise (%g vs %g)", sdHigh, sdLow)
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func variance(v []float64) float64 {
+	m := mean(v)
+	s := 0.0
+	for _, x := range v {
+		s += (x - m) * (x - m)
+	}
+	return s / float64(len(v)-1)
+}
+
+func TestTasksReachTheirGoals(t *testing.T) {
+	t.Run("navigation", func(t *testing.T) {
+		_, xs := simulateTask(t, "navigation", "", nil, ObservePartial, 50, 2)
+		f := finalMean(xs)
+		assert.Less(t, math.Hypot(f[0]-1, f[1]-1), 0.1, "navigation ends within 0.1 of the target: %v", f)
+	})
+	t.Run("pendulum", func(t *testing.T) {
+		_, xs := simulateTask(t, "pendulum", "", nil, ObservePartial, 50, 3)
+		total := 0.0
+		for _, tr := range xs {
+			total += math.Abs(math.Remainder(tr[len(tr)-1][0], 2*math.Pi))
+		}
+		assert.Less(t, total/float64(len(xs)), 0.2, "pendulum swings up")
+	})
+	t.Run("cartpole", func(t *testing.T) {
+		_, xs := simulateTask(t, "cartpole", "", nil, ObservePartial, 20, 4)
+		f := finalMean(xs)
+		assert.Less(t, math.Abs(f[0]), 0.1, "cart near the origin: %v", f)
+		assert.Less(t, math.Abs(math.Remainder(f[1], 2*math.Pi)), 0.1, "pole upright: %v", f)
+	})
+	t.Run("fully observable", func(t *testing.T) {
+		_, xs := simulateTask(t, "navigation", "", nil, ObserveFull, 20, 5)
+		f := finalMean(xs)
+		assert.Less(t, math.Hypot(f[0]-1, f[1]-1), 0.1, "%v", f)
+	})
+}
+
+// TestILQGCostDecreases checks that the nominal cost never increases between iterations and
+// that the solver converges, for every task and both planners, batched over parameter vectors.
+func TestILQGCostDecreases(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	for _, name := range models.Names() {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		spec := m.Spec()
+		thetas := [][]float64{spec.Defaults()}
+		alt := spec.Defaults()
+		for i, p := range spec.Params {
+			if p.Scale == models.Log10Scale {
+				alt[i] = math.Sqrt(p.Lo * p.Hi)
+			}
+		}
+		thetas = append(thetas, alt)
+		for _, planner := range []models.Planner{models.PlannerFull, models.PlannerPartial} {
+			steps := spec.Steps
+			if steps > 60 {
+				steps = 60 // keep the test fast
+			}
+			sv, err := NewSolver(m, steps, b, SolverOptions{Planner: planner})
+			require.NoError(t, err)
+			pol, err := sv.Solve(thetas, nil)
+			require.NoError(t, err, "%s/%s", name, planner)
+			for p := range thetas {
+				for it := 1; it < len(pol.CostTrace); it++ {
+					assert.LessOrEqual(t, pol.CostTrace[it][p], pol.CostTrace[it-1][p], "%s/%s problem %d iteration %d", name, planner, p, it)
+				}
+				assert.True(t, pol.Converged[p], "%s/%s problem %d converged", name, planner, p)
+			}
+		}
+	}
+}
+
+// TestSimulationReproducible checks that the same seed gives the same trajectories and that
+// a trial does not depend on how many others are simulated with it.
+func TestSimulationReproducible(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	theta := [][]float64{m.Spec().Defaults()}
+	sv, err := NewSolver(m, 20, b, SolverOptions{})
+	require.NoError(t, err)
+	pol, err := sv.Solve(theta, nil)
+	require.NoError(t, err)
+	a, err := Simulate(m, pol, theta, b, SimOptions{Trials: 3, Seed: 9})
+	require.NoError(t, err)
+	c, err := Simulate(m, pol, theta, b, SimOptions{Trials: 5, Seed: 9})
+	require.NoError(t, err)
+	d, err := Simulate(m, pol, theta, b, SimOptions{Trials: 3, Seed: 10})
+	require.NoError(t, err)
+	assert.Equal(t, a[0], c[0][:3])
+	assert.NotEqual(t, a[0], d[0])
+	_, err = Simulate(m, pol, theta, b, SimOptions{Trials: 0})
+	assert.ErrorContains(t, err, "trials")
+	_, err = Simulate(m, pol, theta, b, SimOptions{Trials: 1, Observe: "sideways"})
+	assert.ErrorContains(t, err, "observation mode")
+}
+
+// TestLightDarkInformationSeeking: the partially observable planner detours towards the light
+// (x₁ = 5) to reduce its uncertainty before reaching the target at the origin; the fully
+// observable planner acting on its belief goes straight, unless it has a preference for the
+// light (paper App. I.4).
+func TestLightDarkInformationSeeking(t *testing.T) {
+	maxMeanX := func(planner models.Planner, lightCost float64) (float64, []float64) {
+		_, xs := simulateTask(t, "lightdark", planner, []float64{0, lightCost, 0.2}, ObservePartial, 50, 6)
+		best := math.Inf(-1)
+		for step := range xs[0] {
+			m := 0.0
+			for _, tr := range xs {
+				m += tr[step][0] / float64(len(xs))
+			}
+			best = math.Max(best, m)
+		}
+		return best, finalMean(xs)
+	}
+	partial, final := maxMeanX(models.PlannerPartial, 0)
+	assert.Greater(t, partial, 3.5, "partially observable iLQG moves towards the light")
+	assert.Less(t, math.Hypot(final[0], final[1]), 0.2, "and then to the target: %v", final)
+	full, _ := maxMeanX(models.PlannerFull, 0)
+	assert.Less(t, full, 2.1, "fully observable iLQG goes straight to the target")
+	fullLight, _ := maxMeanX(models.PlannerFull, 1)
+	assert.Greater(t, fullLight, 3.5, "unless it prefers the light")
+}
