@@ -83,6 +83,7 @@ type Fitter struct {
 	opts    Options
 	infer   []int     // indices of fitted parameters
 	base    []float64 // all parameters in fitting scale: fixed values and defaults
+	natural []float64 // the same in natural units, exactly as given
 	lo, hi  []float64 // bounds of the fitted parameters in fitting scale
 	batches int
 }
@@ -114,6 +115,7 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	known := strings.Join(spec.ParamNames(), ", ")
 	f := &Fitter{e: e, spec: spec, opts: opts}
 	f.base = make([]float64, len(spec.Params))
+	f.natural = spec.Defaults()
 	for i, p := range spec.Params {
 		f.base[i] = p.ToScale(p.Default)
 	}
@@ -129,6 +131,7 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 		}
 		fixed[i] = true
 		f.base[i] = p.ToScale(v)
+		f.natural[i] = v
 	}
 	if opts.Infer != nil {
 		seen := map[int]bool{}
@@ -374,7 +377,10 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	res.Params = map[string]float64{}
 	res.Scaled = map[string]float64{}
 	for i, p := range f.spec.Params {
-		res.Params[p.Name] = p.FromScale(theta[i])
+		res.Params[p.Name] = f.natural[i]
+	}
+	for _, i := range f.infer {
+		res.Params[f.spec.Params[i].Name] = f.spec.Params[i].FromScale(theta[i])
 	}
 	for k, i := range f.infer {
 		name := f.spec.Params[i].Name

@@ -1,0 +1,223 @@
+package fit
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// simulate returns trials of the task's agent at its default parameters.
+func simulate(t testing.TB, name string, observe control.Observe, trials, steps int, seed uint64) [][][]float64 {
+	t.Helper()
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get(name)
+	require.NoError(t, err)
+	spec := m.Spec()
+	if steps == 0 {
+		steps = spec.Steps
+	}
+	theta := [][]float64{spec.Defaults()}
+	sv, err := control.NewSolver(m, steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve(theta, nil)
+	require.NoError(t, err)
+	xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: observe, Trials: trials, Seed: seed, Temperature: spec.Temperature})
+	require.NoError(t, err)
+	return xs[0]
+}
+
+func newFitter(t testing.TB, name string, lopts likelihood.Options, opts Options) *Fitter {
+	t.Helper()
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get(name)
+	require.NoError(t, err)
+	e, err := likelihood.New(m, b, lopts)
+	require.NoError(t, err)
+	f, err := New(e, opts)
+	require.NoError(t, err)
+	return f
+}
+
+func fitAll(t testing.TB, f *Fitter, subjects []Subject) map[string]Result {
+	t.Helper()
+	out := map[string]Result{}
+	require.NoError(t, f.Fit(context.Background(), subjects, func(r Result) error {
+		out[r.Subject] = r
+		return nil
+	}))
+	return out
+}
+
+func medianRelError(spec models.Spec, r Result) float64 {
+	var errs []float64
+	for _, name := range r.Fitted {
+		p, _ := spec.Param(name)
+		errs = append(errs, math.Abs(r.Params[name]-p.Default)/p.Default)
+	}
+	sort.Float64s(errs)
+	n := len(errs)
+	if n%2 == 1 {
+		return errs[n/2]
+	}
+	return 0.5 * (errs[n/2-1] + errs[n/2])
+}
+
+// TestRecovery fits data simulated at the default parameters (50 trials, 20 restarts) and
+// requires a median absolute relative error below 0.2, partially and fully observable.
+func TestRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parameter recovery takes about a minute")
+	}
+	for _, c := range []struct {
+		task    string
+		observe control.Observe
+	}{
+		{"pendulum", control.ObservePartial},
+		{"pendulum", control.ObserveFull},
+		{"reaching", control.ObservePartial},
+		{"reaching", control.ObserveFull},
+	} {
+		t.Run(c.task+"/"+string(c.observe), func(t *testing.T) {
+			trials := simulate(t, c.task, c.observe, 50, 0, 11)
+			f := newFitter(t, c.task, likelihood.Options{Observe: c.observe}, Options{Restarts: 20, Seed: 1})
+			res := fitAll(t, f, []Subject{{ID: "s", Trials: trials}})["s"]
+			require.Empty(t, res.Err)
+			m, _ := models.Get(c.task)
+			spec := m.Spec()
+			for _, name := range res.Fitted {
+				p, _ := spec.Param(name)
+				t.Logf("%s: true %g, estimate %g", name, p.Default, res.Params[name])
+			}
+			assert.Less(t, medianRelError(spec, res), 0.2)
+			if c.observe == control.ObserveFull {
+				assert.NotContains(t, res.Fitted, "obs_noise", "an agent that sees the state has no observation noise to fit")
+			}
+		})
+	}
+}
+
+// TestBatchingIsExact fits three subjects together and the first one alone: its restarts
+// start from the same points (they depend on the seed and the subject's position) and see the
+// same likelihood values, so the estimates agree.
+func TestBatchingIsExact(t *testing.T) {
+	var subjects []Subject
+	for i, seed := range []uint64{1, 2, 3} {
+		subjects = append(subjects, Subject{ID: string(rune('a' + i)), Trials: simulate(t, "linear", control.ObservePartial, 5+i, 0, seed)})
+	}
+	opts := Options{Restarts: 4, Seed: 7, MaxIter: 30}
+	together := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects)
+	require.Len(t, together, 3)
+	alone := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects[:1])["a"]
+	for name, v := range alone.Params {
+		assert.InEpsilon(t, v, together["a"].Params[name], 1e-6, name)
+	}
+	assert.InEpsilon(t, alone.LogLik, together["a"].LogLik, 1e-9)
+}
+
+func TestSameSeedSameResult(t *testing.T) {
+	subjects := []Subject{{ID: "x", Trials: simulate(t, "linear", control.ObservePartial, 6, 0, 5)}}
+	opts := Options{Restarts: 3, Seed: 11, MaxIter: 40}
+	a := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects)["x"]
+	b := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects)["x"]
+	assert.Equal(t, a.Params, b.Params)
+	assert.Equal(t, a.LogLik, b.LogLik)
+}
+
+func TestInitialPointsInsideBounds(t *testing.T) {
+	f := newFitter(t, "lightdark", likelihood.Options{}, Options{Restarts: 50, Seed: 3})
+	pts := f.InitialPoints(0)
+	require.Len(t, pts, 50)
+	for _, x := range pts {
+		for k := range x {
+			assert.GreaterOrEqual(t, x[k], f.lo[k])
+			assert.LessOrEqual(t, x[k], f.hi[k])
+		}
+	}
+	assert.Equal(t, pts, f.InitialPoints(0), "deterministic")
+	assert.NotEqual(t, pts, f.InitialPoints(1), "each subject has its own")
+	// target_x is fitted on a linear scale within [-1, 1].
+	assert.Equal(t, -1.0, f.lo[0])
+	assert.Equal(t, 1.0, f.hi[0])
+}
+
+func TestOptionErrors(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, _ := models.Get("pendulum")
+	e, err := likelihood.New(m, b, likelihood.Options{})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no restarts", Options{Restarts: 0}, "restarts"},
+		{"unknown infer", Options{Restarts: 1, Infer: []string{"speed"}}, `no parameter "speed"`},
+		{"duplicate infer", Options{Restarts: 1, Infer: []string{"action_cost", "action_cost"}}, "twice"},
+		{"unknown fix", Options{Restarts: 1, Fix: map[string]float64{"mass": 1}}, `no parameter "mass"`},
+		{"fix outside box", Options{Restarts: 1, Fix: map[string]float64{"motor_noise": 5}}, "outside its bounds"},
+		{"both", Options{Restarts: 1, Infer: []string{"obs_noise"}, Fix: map[string]float64{"obs_noise": 1}}, "both inferred and fixed"},
+		{"nothing left", Options{Restarts: 1, Infer: []string{}}, "no parameter left"},
+		{"max iter", Options{Restarts: 1, MaxIter: -1}, "max-iter"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(e, c.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+func TestInferAndFix(t *testing.T) {
+	subjects := []Subject{{ID: "1", Trials: simulate(t, "linear", control.ObservePartial, 8, 0, 9)}}
+	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 2, Seed: 1, MaxIter: 20,
+		Infer: []string{"motor_noise"}, Fix: map[string]float64{"obs_noise": 0.3}})
+	assert.Equal(t, []string{"motor_noise"}, f.Fitted())
+	r := fitAll(t, f, subjects)["1"]
+	assert.Equal(t, 0.3, r.Params["obs_noise"])
+	assert.InDelta(t, 0.1, r.Params["action_cost"], 1e-12, "neither fitted nor fixed: the default")
+	assert.Contains(t, r.StdErr, "motor_noise")
+	assert.Len(t, r.CI95, 1)
+}
+
+// TestFailingSubject: a subject whose likelihood is not finite anywhere is reported with the
+// reason while the others complete.
+func TestFailingSubject(t *testing.T) {
+	good := simulate(t, "linear", control.ObservePartial, 5, 0, 1)
+	bad := make([][][]float64, len(good))
+	for i, tr := range good {
+		bad[i] = make([][]float64, len(tr))
+		for t := range tr {
+			bad[i][t] = slices.Clone(tr[t])
+			if t > 0 {
+				bad[i][t][0] = 1e300 // absurd, non-finite likelihood
+			}
+		}
+	}
+	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 2, Seed: 1, MaxIter: 10})
+	res := fitAll(t, f, []Subject{{ID: "good", Trials: good}, {ID: "bad", Trials: bad}})
+	assert.Empty(t, res["good"].Err)
+	assert.Contains(t, res["bad"].Err, "every restart failed")
+}
+
+func TestCancel(t *testing.T) {
+	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 2, Seed: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := f.Fit(ctx, []Subject{{ID: "1", Trials: simulate(t, "linear", control.ObservePartial, 3, 0, 1)}}, func(Result) error {
+		t.Fatal("nothing is emitted after cancellation")
+		return nil
+	})
+	assert.ErrorIs(t, err, context.Canceled)
+}
