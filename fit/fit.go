@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -183,11 +184,14 @@ func (f *Fitter) Fitted() []string {
 	return names
 }
 
-// InitialPoints returns the restarts' initial points for subject number s (its position in
-// the list given to Fit), uniform in each fitted parameter's scale inside its bounds. They
-// depend only on the seed and s.
-func (f *Fitter) InitialPoints(s int) [][]float64 {
-	rng := rand.New(rand.NewPCG(f.opts.Seed, uint64(s)))
+// InitialPoints returns the restarts' initial points for the subject with the given ID,
+// uniform in each fitted parameter's scale inside its bounds. They depend only on the seed and
+// the ID, so a subject gets the same restarts whether it is fitted alone, with others, in a
+// shard or after a resume.
+func (f *Fitter) InitialPoints(subject string) [][]float64 {
+	h := fnv.New64a()
+	h.Write([]byte(subject))
+	rng := rand.New(rand.NewPCG(f.opts.Seed, h.Sum64()))
 	pts := make([][]float64, f.opts.Restarts)
 	for r := range pts {
 		pts[r] = make([]float64, len(f.infer))
@@ -326,7 +330,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	}
 	settings := f.opts.Settings
 	settings.MaxIter = f.opts.MaxIter
-	for r, x0 := range f.InitialPoints(si) {
+	for r, x0 := range f.InitialPoints(s.ID) {
 		wg.Add(1)
 		b.enter()
 		go func() {

@@ -107,9 +107,9 @@ func TestRecovery(t *testing.T) {
 	}
 }
 
-// TestBatchingIsExact fits three subjects together and the first one alone: its restarts
-// start from the same points (they depend on the seed and the subject's position) and see the
-// same likelihood values, so the estimates agree.
+// TestBatchingIsExact fits three subjects together and each alone: a subject's restarts start
+// from the same points (they depend on the seed and its ID) and see the same likelihood
+// values, so the estimates agree.
 func TestBatchingIsExact(t *testing.T) {
 	var subjects []Subject
 	for i, seed := range []uint64{1, 2, 3} {
@@ -118,11 +118,13 @@ func TestBatchingIsExact(t *testing.T) {
 	opts := Options{Restarts: 4, Seed: 7, MaxIter: 30}
 	together := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects)
 	require.Len(t, together, 3)
-	alone := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), subjects[:1])["a"]
-	for name, v := range alone.Params {
-		assert.InEpsilon(t, v, together["a"].Params[name], 1e-6, name)
+	for _, s := range subjects {
+		alone := fitAll(t, newFitter(t, "linear", likelihood.Options{}, opts), []Subject{s})[s.ID]
+		for name, v := range alone.Params {
+			assert.InEpsilon(t, v, together[s.ID].Params[name], 1e-6, "subject %s %s", s.ID, name)
+		}
+		assert.InEpsilon(t, alone.LogLik, together[s.ID].LogLik, 1e-9)
 	}
-	assert.InEpsilon(t, alone.LogLik, together["a"].LogLik, 1e-9)
 }
 
 func TestSameSeedSameResult(t *testing.T) {
@@ -136,7 +138,7 @@ func TestSameSeedSameResult(t *testing.T) {
 
 func TestInitialPointsInsideBounds(t *testing.T) {
 	f := newFitter(t, "lightdark", likelihood.Options{}, Options{Restarts: 50, Seed: 3})
-	pts := f.InitialPoints(0)
+	pts := f.InitialPoints("s1")
 	require.Len(t, pts, 50)
 	for _, x := range pts {
 		for k := range x {
@@ -144,8 +146,8 @@ func TestInitialPointsInsideBounds(t *testing.T) {
 			assert.LessOrEqual(t, x[k], f.hi[k])
 		}
 	}
-	assert.Equal(t, pts, f.InitialPoints(0), "deterministic")
-	assert.NotEqual(t, pts, f.InitialPoints(1), "each subject has its own")
+	assert.Equal(t, pts, f.InitialPoints("s1"), "deterministic")
+	assert.NotEqual(t, pts, f.InitialPoints("s2"), "each subject has its own")
 	// target_x is fitted on a linear scale within [-1, 1].
 	assert.Equal(t, -1.0, f.lo[0])
 	assert.Equal(t, 1.0, f.hi[0])

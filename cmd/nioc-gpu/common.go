@@ -95,8 +95,15 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		return o, usagef("unknown --linearize %q: use data or ilqg", tf.linearize)
 	}
 	switch {
+	case math.IsNaN(tf.temperature) || math.IsInf(tf.temperature, 0):
+		return o, usagef("--temperature must be a finite number >= 0, got %g", tf.temperature)
+	case tf.temperature == -1: // the flag's default: the task's temperature
 	case tf.temperature < 0:
+		return o, usagef("--temperature must be >= 0, got %g", tf.temperature)
 	case tf.temperature == 0:
+		if o.Method == likelihood.MCEBaseline {
+			return o, usagef("--method baseline needs --temperature > 0: its likelihood is the density of the policy noise")
+		}
 		o.NoPolicyNoise = true
 	default:
 		o.Temperature = tf.temperature
@@ -177,6 +184,13 @@ func readData(path string, spec models.Spec) (*data.Set, error) {
 		return nil, fmt.Errorf("%w (task %s)", err, spec.Name)
 	}
 	return set, nil
+}
+
+// sameFile reports whether the two paths name the same existing file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // checkWritable fails early if a file cannot be created at path.

@@ -220,6 +220,11 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usagef("give the results files to merge")
 	}
+	for _, p := range []string{*out, fit.CSVPath(*out)} {
+		if _, err := os.Stat(p); err == nil {
+			return usagef("%s exists; merge writes new files only", p)
+		}
+	}
 	recs, err := fit.Merge(fs.Args())
 	if err != nil {
 		return err
@@ -251,13 +256,6 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "merged %d subject(s) from %d file(s) into %s and %s\n", len(recs), fs.NArg(), *out, fit.CSVPath(*out))
 	return nil
-}
-
-// sameFile reports whether the two paths name the same existing file.
-func sameFile(a, b string) bool {
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // progressBar draws one updating status line on a terminal.

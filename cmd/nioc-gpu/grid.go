@@ -50,7 +50,7 @@ func parseVary(spec models.Spec, s string, n int) ([]gridAxis, error) {
 			return nil, usagef("--vary %s: need numbers lo < hi, got %q:%q", f[0], f[1], f[2])
 		}
 		if err := p.Validate(lo); err != nil {
-			return nil, usageError{err}
+			return nil, usagef("--vary %s: %v", f[0], err)
 		}
 		if p.Scale == models.Log10Scale && lo <= 0 {
 			return nil, usagef("--vary %s: a log10-scale parameter needs lo > 0", f[0])
@@ -60,6 +60,7 @@ func parseVary(spec models.Spec, s string, n int) ([]gridAxis, error) {
 		for i := range n {
 			ax.values = append(ax.values, p.FromScale(a+(b-a)*float64(i)/float64(n-1)))
 		}
+		ax.values[0], ax.values[n-1] = lo, hi // exactly as given
 		axes = append(axes, ax)
 	}
 	return axes, nil
@@ -104,8 +105,18 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.ValueOnly = true
+	truthVals, err := parseTruth(*truth, axes)
+	if err != nil {
+		return err
+	}
 	if err := checkWritable(*out); err != nil {
 		return err
+	}
+	png := strings.TrimSuffix(*out, ".csv") + ".png"
+	for _, p := range []string{*out, png} {
+		if sameFile(p, *dataPath) {
+			return usagef("%s would overwrite the data file; choose another --out", p)
+		}
 	}
 	set, err := readData(*dataPath, spec)
 	if err != nil {
@@ -161,10 +172,37 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 		}
 		ll = append(ll, v[:min(per, len(thetas)-start)]...)
 	}
-	return writeGrid(*out, spec, axes, ll, *truth, stderr)
+	return writeGrid(*out, png, spec, axes, ll, truthVals, stderr)
 }
 
-func writeGrid(path string, spec models.Spec, axes []gridAxis, ll []float64, truth string, stderr io.Writer) error {
+// parseTruth parses --truth for the two varied parameters (nil if not given).
+func parseTruth(truth string, axes []gridAxis) ([]float64, error) {
+	if truth == "" {
+		return nil, nil
+	}
+	names, vals, err := parseAssignments(truth, "truth")
+	if err != nil {
+		return nil, err
+	}
+	tv := map[string]float64{}
+	for i, n := range names {
+		tv[n] = vals[i]
+	}
+	out := make([]float64, 2)
+	for i, ax := range axes {
+		v, ok := tv[ax.param.Name]
+		if !ok {
+			return nil, usagef("--truth must give both %s and %s", axes[0].param.Name, axes[1].param.Name)
+		}
+		if err := ax.param.Validate(v); err != nil || (ax.param.Scale == models.Log10Scale && v <= 0) {
+			return nil, usagef("--truth %s=%g: not a valid value for a %s-scale parameter", ax.param.Name, v, ax.param.Scale)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func writeGrid(path, png string, spec models.Spec, axes []gridAxis, ll []float64, truth []float64, stderr io.Writer) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -200,23 +238,9 @@ func writeGrid(path string, spec models.Spec, axes []gridAxis, ll []float64, tru
 	}
 	bx, by := axes[0].values[best%nx], axes[1].values[best/nx]
 	marks := []plots.Mark{plots.Cross(axes[0].param.ToScale(bx), axes[1].param.ToScale(by), "maximum")}
-	if truth != "" {
-		names, vals, err := parseAssignments(truth, "truth")
-		if err != nil {
-			return err
-		}
-		tv := map[string]float64{}
-		for i, n := range names {
-			tv[n] = vals[i]
-		}
-		tx, okx := tv[axes[0].param.Name]
-		ty, oky := tv[axes[1].param.Name]
-		if !okx || !oky {
-			return usagef("--truth must give both %s and %s", axes[0].param.Name, axes[1].param.Name)
-		}
-		marks = append([]plots.Mark{plots.Point(axes[0].param.ToScale(tx), axes[1].param.ToScale(ty), "truth")}, marks...)
+	if truth != nil {
+		marks = append([]plots.Mark{plots.Point(axes[0].param.ToScale(truth[0]), axes[1].param.ToScale(truth[1]), "truth")}, marks...)
 	}
-	png := strings.TrimSuffix(path, ".csv") + ".png"
 	label := func(p models.Param) string {
 		if p.Scale == models.Log10Scale {
 			return "log10 " + p.Name

@@ -41,10 +41,14 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				_ = c.run([]string{"-h"}, stdout, stderr)
-				return 0
+			c, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(stderr, "nioc-gpu help: unknown command %q\n\n", args[1])
+				printUsage(stderr)
+				return 2
 			}
+			_ = c.run([]string{"-h"}, stdout, stdout)
+			return 0
 		}
 		printUsage(stdout)
 		return 0

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -59,8 +60,13 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	case *subjects < 1:
 		return usagef("--subjects must be >= 1, got %d", *subjects)
 	}
-	if *temperature < 0 {
+	switch {
+	case math.IsNaN(*temperature) || math.IsInf(*temperature, 0):
+		return usagef("--temperature must be a finite number >= 0, got %g", *temperature)
+	case *temperature == -1:
 		*temperature = spec.Temperature
+	case *temperature < 0:
+		return usagef("--temperature must be >= 0, got %g", *temperature)
 	}
 	if err := checkWritable(*out); err != nil {
 		return err

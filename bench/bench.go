@@ -1,0 +1,170 @@
+// Package bench measures nioc-gpu: the cost of one likelihood evaluation (value and exact
+// gradient) by task and batch size, and the wall time of whole fits, as Go benchmarks
+// (`go test -bench . ./bench`) and as one table (`make bench`, i.e. `go run ./bench/table`).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// PaperFitSeconds are the paper's mean wall times of one partially observable fit (50
+// restarts, one core; App. F).
+var PaperFitSeconds = map[string]float64{"reaching": 140, "navigation": 64, "pendulum": 31, "cartpole": 115}
+
+// Dataset simulates trials of the task's agent at its default parameters (partially
+// observable, with the task's policy noise).
+func Dataset(m models.Model, b backends.Backend, subjects, trials int, seed uint64) ([][][][]float64, error) {
+	spec := m.Spec()
+	theta := [][]float64{spec.Defaults()}
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	if err != nil {
+		return nil, err
+	}
+	pol, err := sv.Solve(theta, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][][]float64, subjects)
+	for s := range subjects {
+		xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Trials: trials, Seed: seed + uint64(s), Temperature: spec.Temperature})
+		if err != nil {
+			return nil, err
+		}
+		out[s] = xs[0]
+	}
+	return out, nil
+}
+
+// EvalTiming is the cost of evaluating the log-likelihood and its gradient.
+type EvalTiming struct {
+	Task          string
+	Rows, Trials  int           // parameter vectors and trials per evaluation
+	Build         time.Duration // building and compiling the graph (once per shape)
+	Nodes         int
+	PerEval       time.Duration // one batched evaluation
+	EvalsPerSec   float64       // parameter vectors per second
+	TransitionsPS float64       // rows × trials × steps per second
+}
+
+// TimeEval measures evaluations of rows parameter vectors (each against the same trials).
+func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
+	e, err := likelihood.New(m, b, likelihood.Options{})
+	if err != nil {
+		return EvalTiming{}, err
+	}
+	spec := m.Spec()
+	data := make([][][][]float64, rows)
+	thetas := make([][]float64, rows)
+	for i := range rows {
+		data[i] = trials
+		thetas[i] = make([]float64, len(spec.Params))
+		for j, p := range spec.Params {
+			v := p.Default
+			if v <= 0 && p.Scale == models.Log10Scale {
+				v = p.Lo
+			}
+			thetas[i][j] = p.ToScale(v)
+		}
+	}
+	d, err := e.Prepare(data, 0)
+	if err != nil {
+		return EvalTiming{}, err
+	}
+	t0 := time.Now()
+	if _, _, err := e.Eval(d, thetas); err != nil {
+		return EvalTiming{}, err
+	}
+	first := time.Since(t0)
+	t1 := time.Now()
+	for range repeats {
+		if _, _, err := e.Eval(d, thetas); err != nil {
+			return EvalTiming{}, err
+		}
+	}
+	per := time.Since(t1) / time.Duration(repeats)
+	st := e.Program().Stats()
+	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Nodes: st.Nodes,
+		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
+		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
+}
+
+// FitTiming is the wall time of a fit.
+type FitTiming struct {
+	Task                 string
+	Subjects, Restarts   int
+	Wall                 time.Duration
+	PerSubject           time.Duration
+	Evaluations, Batches int
+	MedianRelErr         float64
+}
+
+// TimeFit fits subjects (each a set of trials) with the given restarts and returns the wall
+// time, including graph building.
+func TimeFit(m models.Model, b backends.Backend, subjects [][][][]float64, restarts int, maxIter int) (FitTiming, error) {
+	e, err := likelihood.New(m, b, likelihood.Options{})
+	if err != nil {
+		return FitTiming{}, err
+	}
+	f, err := fit.New(e, fit.Options{Restarts: restarts, Seed: 1, MaxIter: maxIter})
+	if err != nil {
+		return FitTiming{}, err
+	}
+	var subj []fit.Subject
+	for i, s := range subjects {
+		subj = append(subj, fit.Subject{ID: fmt.Sprint(i + 1), Trials: s})
+	}
+	spec := m.Spec()
+	var evals int
+	var errs []float64
+	t0 := time.Now()
+	err = f.Fit(context.Background(), subj, func(r fit.Result) error {
+		evals += r.Evaluations
+		for _, name := range r.Fitted {
+			p, _ := spec.Param(name)
+			if p.Default != 0 {
+				errs = append(errs, abs(r.Params[name]-p.Default)/abs(p.Default))
+			}
+		}
+		return nil
+	})
+	wall := time.Since(t0)
+	if err != nil {
+		return FitTiming{}, err
+	}
+	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall,
+		PerSubject: wall / time.Duration(len(subjects)), Evaluations: evals, Batches: f.Batches(),
+		MedianRelErr: median(errs)}, nil
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
+}

@@ -1,0 +1,91 @@
+// Command table runs nioc-gpu's benchmarks and prints them as Markdown tables: likelihood
+// evaluations by task and batch size, batching across restarts and subjects, and whole fits
+// next to the paper's timings.
+//
+//	go run ./bench/table [-backend go|xla] [-tasks reaching,pendulum] [-fits=false] [-restarts 50]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nioc-gpu/nioc-gpu/bench"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+func main() {
+	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
+	tasks := flag.String("tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks to measure")
+	fits := flag.Bool("fits", true, "also time whole fits (50 trials, -restarts restarts), the slow part")
+	restarts := flag.Int("restarts", 50, "restarts per fit")
+	subjects := flag.Int("subjects", 10, "subjects for the batching comparison")
+	flag.Parse()
+	b, err := graph.NewBackend(*backend)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
+	fmt.Println("## Log-likelihood value + exact gradient, 50 trials per parameter vector")
+	fmt.Println()
+	fmt.Println("| task | parameter vectors | graph nodes | build+compile | per evaluation | vectors/s | transitions/s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	data := map[string][][][][]float64{}
+	for _, name := range strings.Split(*tasks, ",") {
+		m, err := models.Get(name)
+		if err != nil {
+			fail(err)
+		}
+		ds, err := bench.Dataset(m, b, *subjects, 50, 1)
+		if err != nil {
+			fail(err)
+		}
+		data[name] = ds
+		for _, rows := range []int{1, 50} {
+			rep := 5
+			if rows > 1 {
+				rep = 2
+			}
+			et, err := bench.TimeEval(m, b, ds[0], rows, rep)
+			if err != nil {
+				fail(err)
+			}
+			fmt.Printf("| %s | %d | %d | %.2f s | %.3f s | %.1f | %.3g |\n", name, rows, et.Nodes, et.Build.Seconds(), et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS)
+		}
+	}
+	if !*fits {
+		return
+	}
+	fmt.Println()
+	fmt.Printf("## Fits: 50 trials, %d restarts, partially observable (wall time, graph building included)\n\n", *restarts)
+	fmt.Println("| task | subjects | wall | per subject | subjects/hour | paper per fit (1 core) | evaluations | batches | median abs. rel. error |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, name := range strings.Split(*tasks, ",") {
+		m, _ := models.Get(name)
+		counts := []int{1}
+		if name == "pendulum" && *subjects > 1 {
+			counts = append(counts, *subjects)
+		}
+		for _, s := range counts {
+			ft, err := bench.TimeFit(m, b, data[name][:s], *restarts, 200)
+			if err != nil {
+				fail(err)
+			}
+			paper := "—"
+			if p, ok := bench.PaperFitSeconds[name]; ok {
+				paper = fmt.Sprintf("%.0f s", p)
+			}
+			fmt.Printf("| %s | %d | %.1f s | %.1f s | %.0f | %s | %d | %d | %.3f |\n", name, s, ft.Wall.Seconds(), ft.PerSubject.Seconds(),
+				3600/ft.PerSubject.Seconds(), paper, ft.Evaluations, ft.Batches, ft.MedianRelErr)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

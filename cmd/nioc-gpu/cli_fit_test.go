@@ -1,0 +1,486 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cliFitArgs are the flags of a small, fast fit of the linear task.
+var cliFitArgs = []string{"--task", "linear", "--restarts", "2", "--max-iter", "5", "--quiet"}
+
+// cliFit fits data into out and returns the result.
+func cliFit(t *testing.T, data, out string, args ...string) cliResult {
+	t.Helper()
+	a := append([]string{"fit"}, cliFitArgs...)
+	a = append(a, "--data", data, "--out", out)
+	return cliOK(t, append(a, args...)...)
+}
+
+// cliBySubject indexes results records by subject, requiring each subject once.
+func cliBySubject(t *testing.T, recs []map[string]any) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, r := range recs {
+		s, ok := r["subject"].(string)
+		require.True(t, ok, "record without subject: %v", r)
+		require.NotContains(t, out, s, "subject %s twice", s)
+		out[s] = r
+	}
+	return out
+}
+
+// cliLines returns the lines of a file (without the newlines).
+func cliLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, len(b) == 0 || b[len(b)-1] == '\n', "%s ends with a newline", path)
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func TestCLIFit(t *testing.T) {
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "4", "--subjects", "2")
+
+	t.Run("results", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "results.jsonl")
+		r := cliFit(t, data, out)
+		assert.Empty(t, r.stdout)
+		assert.Contains(t, r.stderr, "fitting linear (ours, partial observability) to 2 subject(s)")
+		assert.Contains(t, r.stderr, "fitted: action_cost, motor_noise, obs_noise")
+		assert.Contains(t, r.stderr, "done: 2 subject(s)")
+		assert.NotContains(t, r.stderr, "\r", "no progress bar when stderr is not a terminal")
+
+		recs := cliBySubject(t, cliReadJSONL(t, out))
+		require.Len(t, recs, 2)
+		params := []string{"action_cost", "motor_noise", "obs_noise"}
+		for _, s := range []string{"1", "2"} {
+			rec, ok := recs[s]
+			require.True(t, ok, "subject %s fitted", s)
+			for _, key := range []string{"subject", "task", "method", "observe", "params", "fitted", "loglik", "aic", "bic",
+				"restarts_at_best", "restarts", "evaluations", "converged", "seconds", "trials"} {
+				assert.Contains(t, rec, key)
+			}
+			assert.Equal(t, "linear", rec["task"])
+			assert.Equal(t, "ours", rec["method"])
+			assert.Equal(t, "partial", rec["observe"])
+			p := rec["params"].(map[string]any)
+			for _, name := range params {
+				v := cliFinite(t, p[name], "params."+name)
+				assert.Greater(t, v, 0.0)
+			}
+			assert.ElementsMatch(t, params, rec["fitted"])
+			ll := cliFinite(t, rec["loglik"], "loglik")
+			aic := cliFinite(t, rec["aic"], "aic")
+			bic := cliFinite(t, rec["bic"], "bic")
+			assert.InDelta(t, 2*3-2*ll, aic, 1e-6, "AIC = 2k - 2 loglik")
+			assert.Greater(t, bic, aic, "BIC penalizes more than AIC with 4 trials × 20 steps")
+			best := cliFinite(t, rec["restarts_at_best"], "restarts_at_best")
+			assert.GreaterOrEqual(t, best, 1.0)
+			assert.LessOrEqual(t, best, 2.0)
+			assert.Equal(t, 2.0, rec["restarts"])
+			assert.Equal(t, 4.0, rec["trials"])
+			assert.Greater(t, cliFinite(t, rec["evaluations"], "evaluations"), 0.0)
+			assert.IsType(t, true, rec["converged"])
+			assert.GreaterOrEqual(t, cliFinite(t, rec["seconds"], "seconds"), 0.0)
+			if se, ok := rec["stderr"].(map[string]any); ok {
+				for name, v := range se {
+					assert.Contains(t, params, name)
+					cliFinite(t, v, "stderr."+name)
+				}
+			}
+			if ci, ok := rec["ci95"].(map[string]any); ok {
+				for name, v := range ci {
+					iv := v.([]any)
+					require.Len(t, iv, 2)
+					assert.LessOrEqual(t, cliFinite(t, iv[0], "ci95 lo"), cliFinite(t, iv[1], "ci95 hi"), "ci95.%s", name)
+				}
+			}
+		}
+
+		rows := cliReadCSV(t, filepath.Join(filepath.Dir(out), "results.csv"))
+		require.Len(t, rows, 3, "header and one row per subject")
+		assert.Equal(t, "subject", rows[0][0])
+		for _, col := range []string{"loglik", "aic", "bic", "restarts_at_best", "evaluations", "converged", "seconds",
+			"action_cost", "action_cost_stderr", "action_cost_ci95_lo", "obs_noise"} {
+			assert.Contains(t, rows[0], col)
+		}
+		assert.Equal(t, "1", rows[1][0], "the table is in data-file order")
+		assert.Equal(t, "2", rows[2][0])
+		i := slices.Index(rows[0], "action_cost")
+		assert.Equal(t, recs["1"]["params"].(map[string]any)["action_cost"], cliParseFloat(t, rows[1][i], "action_cost"))
+	})
+
+	t.Run("infer and fix", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		r := cliFit(t, data, out, "--infer", "action_cost,obs_noise", "--fix", "motor_noise=0.05")
+		assert.Contains(t, r.stderr, "fitted: action_cost, obs_noise")
+		for _, rec := range cliReadJSONL(t, out) {
+			assert.ElementsMatch(t, []any{"action_cost", "obs_noise"}, rec["fitted"])
+		}
+		out2 := filepath.Join(t.TempDir(), "r.jsonl")
+		r = cliFit(t, data, out2, "--fix", "motor_noise=0.05,obs_noise=0.2")
+		assert.Contains(t, r.stderr, "fitted: action_cost")
+		for _, rec := range cliReadJSONL(t, out2) {
+			assert.Equal(t, []any{"action_cost"}, rec["fitted"])
+		}
+	})
+
+	t.Run("same seed same estimates", func(t *testing.T) {
+		tmp := t.TempDir()
+		fitOf := func(name string, args ...string) map[string]map[string]any {
+			out := filepath.Join(tmp, name)
+			cliFit(t, data, out, args...)
+			return cliBySubject(t, cliReadJSONL(t, out))
+		}
+		a := fitOf("a.jsonl", "--seed", "7")
+		b := fitOf("b.jsonl", "--seed", "7")
+		c := fitOf("c.jsonl", "--seed", "8")
+		for _, s := range []string{"1", "2"} {
+			assert.Equal(t, a[s]["params"], b[s]["params"], "subject %s", s)
+			assert.Equal(t, a[s]["loglik"], b[s]["loglik"], "subject %s", s)
+			assert.Equal(t, a[s]["evaluations"], b[s]["evaluations"], "subject %s", s)
+		}
+		assert.False(t, cliSameParams(a["1"], c["1"]) && cliSameParams(a["2"], c["2"]),
+			"another seed starts elsewhere and, stopped after 5 iterations, ends elsewhere")
+	})
+
+	t.Run("refuses an existing --out", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		cliFit(t, data, out)
+		before := cliHash(t, out)
+		a := append([]string{"fit"}, cliFitArgs...)
+		r := cliRun(t, append(a, "--data", data, "--out", out)...)
+		cliRequireFail(t, r, 2, out+" exists", "--resume")
+		assert.Equal(t, before, cliHash(t, out), "the results file is untouched")
+	})
+
+	t.Run("resume without an existing --out starts afresh", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		r := cliFit(t, data, out, "--resume")
+		assert.NotContains(t, r.stderr, "resuming")
+		assert.Len(t, cliReadJSONL(t, out), 2)
+	})
+
+	t.Run("baseline", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		cliFit(t, data, out, "--method", "baseline", "--infer", "action_cost")
+		for _, rec := range cliReadJSONL(t, out) {
+			assert.Equal(t, "baseline", rec["method"])
+		}
+	})
+}
+
+func cliSameParams(a, b map[string]any) bool {
+	ja, _ := json.Marshal(a["params"])
+	jb, _ := json.Marshal(b["params"])
+	return string(ja) == string(jb)
+}
+
+func TestCLIFitResume(t *testing.T) {
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "3", "--subjects", "2")
+
+	t.Run("shard then resume", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		r := cliFit(t, data, out, "--shard", "1/2")
+		assert.Contains(t, r.stderr, "to 1 subject(s)")
+		first := cliLines(t, out)
+		require.Len(t, first, 1)
+		recs := cliReadJSONL(t, out)
+		assert.Equal(t, "1", recs[0]["subject"], "shard 1/2 is the first subject")
+
+		r = cliFit(t, data, out, "--resume")
+		assert.Contains(t, r.stderr, "resuming: 1 subject(s) already in")
+		assert.Contains(t, r.stderr, "to 1 subject(s)", "only the other subject is fitted")
+		lines := cliLines(t, out)
+		require.Len(t, lines, 2)
+		assert.Equal(t, first[0], lines[0], "the first line is unchanged")
+		recs = cliReadJSONL(t, out)
+		assert.Equal(t, "2", recs[1]["subject"])
+		rows := cliReadCSV(t, filepath.Join(filepath.Dir(out), "r.csv"))
+		require.Len(t, rows, 3, "the table holds both subjects")
+		assert.Equal(t, "1", rows[1][0])
+		assert.Equal(t, "2", rows[2][0])
+
+		// Everything done: another resume fits nothing and changes nothing.
+		r = cliFit(t, data, out, "--resume")
+		assert.Contains(t, r.stderr, "to 0 subject(s)")
+		assert.Equal(t, lines, cliLines(t, out))
+	})
+
+	t.Run("truncated last line", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		cliFit(t, data, out, "--shard", "1/2")
+		first := cliLines(t, out)
+		f, err := os.OpenFile(out, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(`{"subject":"2","task":"linear","meth`)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+
+		r := cliFit(t, data, out, "--resume")
+		assert.Contains(t, r.stderr, "resuming: 1 subject(s)")
+		lines := cliLines(t, out)
+		require.Len(t, lines, 2)
+		assert.Equal(t, first[0], lines[0])
+		assert.NotContains(t, string(mustRead(t, out)), `"meth"`+"\n", "the fragment is dropped")
+		recs := cliBySubject(t, cliReadJSONL(t, out))
+		assert.Len(t, recs, 2)
+		cliFinite(t, recs["2"]["loglik"], "loglik of the refitted subject")
+	})
+
+	t.Run("malformed line", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		cliFit(t, data, out, "--shard", "1/2")
+		b := mustRead(t, out)
+		require.NoError(t, os.WriteFile(out, append([]byte("not json\n"), b...), 0o644))
+		before := cliHash(t, out)
+		a := append([]string{"fit"}, cliFitArgs...)
+		r := cliRun(t, append(a, "--data", data, "--out", out, "--resume")...)
+		cliRequireFail(t, r, 1, out, "line 1", "not a results record")
+		assert.Equal(t, before, cliHash(t, out))
+	})
+
+	t.Run("other method", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		cliFit(t, data, out, "--shard", "1/2")
+		before := cliHash(t, out)
+		a := append([]string{"fit"}, cliFitArgs...)
+		r := cliRun(t, append(a, "--data", data, "--out", out, "--resume", "--method", "baseline")...)
+		cliRequireFail(t, r, 1, out, "method ours", "method baseline")
+		assert.Equal(t, before, cliHash(t, out))
+	})
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+func TestCLIFitErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string // with --data DATA and --out OUT substituted
+		code int
+		msgs []string
+	}{
+		{"restarts 0", []string{"--restarts", "0"}, 2, []string{"--restarts must be >= 1, got 0"}},
+		{"max-iter 0", []string{"--max-iter", "0"}, 2, []string{"--max-iter must be >= 1"}},
+		{"unknown --infer", []string{"--infer", "action_cost,noise"}, 2, []string{`--infer: task linear has no parameter "noise"`, "action_cost, motor_noise, obs_noise"}},
+		{"duplicated --infer", []string{"--infer", "action_cost,action_cost"}, 2, []string{"--infer: parameter action_cost given twice"}},
+		{"unknown --fix", []string{"--fix", "noise=1"}, 2, []string{`--fix: task linear has no parameter "noise"`}},
+		{"--fix outside the search box", []string{"--fix", "action_cost=100"}, 2, []string{"--fix action_cost=100 is outside its bounds [0.001, 10]"}},
+		{"--fix below the search box", []string{"--fix", "obs_noise=0"}, 2, []string{"--fix obs_noise=0 is outside its bounds"}},
+		{"--fix malformed", []string{"--fix", "action_cost"}, 2, []string{"--fix", "not name=value"}},
+		{"--fix NaN", []string{"--fix", "action_cost=NaN"}, 2, []string{"--fix action_cost=NaN"}},
+		{"--infer and --fix of one parameter", []string{"--infer", "action_cost", "--fix", "action_cost=0.1"}, 2, []string{"action_cost is both inferred and fixed"}},
+		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2"}, 2, []string{"no parameter left to fit"}},
+		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`, "1 <= k <= N"}},
+		{"--shard 0/2", []string{"--shard", "0/2"}, 2, []string{`--shard "0/2"`}},
+		{"--shard x", []string{"--shard", "x"}, 2, []string{`--shard "x"`}},
+		{"--shard 1/0", []string{"--shard", "1/0"}, 2, []string{`--shard "1/0"`}},
+		{"--shard 1/2/3", []string{"--shard", "1/2/3"}, 2, []string{`--shard "1/2/3"`}},
+		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
+		{"unknown observe", []string{"--observe", "half"}, 2, []string{`unknown --observe "half"`}},
+		{"positional argument", []string{"more.csv"}, 2, []string{`unexpected argument "more.csv"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "2", "--steps", "5", "--subjects", "2")
+			before := cliHash(t, data)
+			out := filepath.Join(dir, "r.jsonl")
+			a := append([]string{"fit"}, cliFitArgs...)
+			a = append(a, "--data", data, "--out", out)
+			r := cliRun(t, append(a, tc.args...)...)
+			cliRequireFail(t, r, tc.code, tc.msgs...)
+			cliNoFile(t, out)
+			cliNoFile(t, filepath.Join(dir, "r.csv"))
+			assert.Equal(t, before, cliHash(t, data))
+		})
+	}
+
+	// Errors about the files.
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "2", "--steps", "5", "--subjects", "2")
+	before := cliHash(t, data)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		msgs      []string
+		noResults string // this file must not be created
+	}{
+		{"results table would overwrite the data", []string{"--data", data, "--out", filepath.Join(dir, "d.jsonl")}, 2,
+			[]string{data, "would overwrite the data file"}, filepath.Join(dir, "d.jsonl")},
+		{"results table would overwrite the data (.json)", []string{"--data", data, "--out", filepath.Join(dir, "d.json")}, 2,
+			[]string{"would overwrite the data file"}, filepath.Join(dir, "d.json")},
+		{"--out is the data file", []string{"--data", data, "--out", data}, 2, []string{data + " exists"}, ""},
+		{"--out is the data file, resumed", []string{"--data", data, "--out", data, "--resume"}, 1,
+			[]string{data, "line 1", "not a results record"}, ""},
+		{"missing --data", []string{"--out", filepath.Join(dir, "x.jsonl")}, 2, []string{"--data is required"}, filepath.Join(dir, "x.jsonl")},
+		{"missing --out", []string{"--data", data}, 2, []string{"--out is required"}, ""},
+		{"data file missing", []string{"--data", filepath.Join(dir, "nope.csv"), "--out", filepath.Join(dir, "x.jsonl")}, 1,
+			[]string{"nope.csv", "cannot open"}, filepath.Join(dir, "x.jsonl")},
+		{"out directory missing", []string{"--data", data, "--out", filepath.Join(dir, "no", "x.jsonl")}, 1,
+			[]string{"cannot write"}, filepath.Join(dir, "no")},
+		{"data of another task", []string{"--task", "pendulum", "--data", data, "--out", filepath.Join(dir, "x.jsonl")}, 1,
+			[]string{data, "theta,omega"}, filepath.Join(dir, "x.jsonl")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := append([]string{"fit"}, cliFitArgs...)
+			r := cliRun(t, append(a, tc.args...)...)
+			cliRequireFail(t, r, tc.code, tc.msgs...)
+			assert.Equal(t, before, cliHash(t, data), "the data file is untouched")
+			if tc.noResults != "" {
+				cliNoFile(t, tc.noResults)
+			}
+		})
+	}
+}
+
+func TestCLIMerge(t *testing.T) {
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "3", "--subjects", "3")
+	a := filepath.Join(dir, "a.jsonl")
+	b := filepath.Join(dir, "b.jsonl")
+	cliFit(t, data, a, "--shard", "1/2") // subjects 1 and 3
+	cliFit(t, data, b, "--shard", "2/2") // subject 2
+
+	t.Run("shards", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "m.jsonl")
+		r := cliOK(t, "merge", "--out", out, a, b)
+		assert.Contains(t, r.stderr, "merged 3 subject(s) from 2 file(s)")
+		recs := cliBySubject(t, cliReadJSONL(t, out))
+		assert.Len(t, recs, 3)
+		for _, s := range []string{"1", "2", "3"} {
+			assert.Contains(t, recs, s)
+		}
+		rows := cliReadCSV(t, filepath.Join(filepath.Dir(out), "m.csv"))
+		require.Len(t, rows, 4)
+		assert.Equal(t, "subject", rows[0][0])
+		assert.Contains(t, rows[0], "action_cost")
+		// The merged records are the shards' records.
+		ra := cliBySubject(t, cliReadJSONL(t, a))
+		assert.Equal(t, ra["1"], recs["1"])
+	})
+
+	t.Run("identical duplicates kept once", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "m.jsonl")
+		r := cliOK(t, "merge", "--out", out, a, b, a)
+		assert.Contains(t, r.stderr, "merged 3 subject(s) from 3 file(s)")
+		assert.Len(t, cliBySubject(t, cliReadJSONL(t, out)), 3)
+	})
+
+	t.Run("conflicting duplicates", func(t *testing.T) {
+		tmp := t.TempDir()
+		recs := cliReadJSONL(t, a)
+		recs[0]["loglik"] = recs[0]["loglik"].(float64) + 1
+		var sb strings.Builder
+		for _, rec := range recs {
+			line, err := json.Marshal(rec)
+			require.NoError(t, err)
+			sb.Write(append(line, '\n'))
+		}
+		c := cliWriteFile(t, tmp, "c.jsonl", sb.String())
+		out := filepath.Join(tmp, "m.jsonl")
+		r := cliRun(t, "merge", "--out", out, a, c)
+		cliRequireFail(t, r, 1, "subject "+recs[0]["subject"].(string), a, c, "different results")
+		cliNoFile(t, out)
+	})
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msgs []string
+	}{
+		{"no files", []string{"--out", filepath.Join(dir, "m.jsonl")}, 2, []string{"give the results files to merge"}},
+		{"no --out", []string{a, b}, 2, []string{"--out is required"}},
+		{"missing file", []string{"--out", filepath.Join(dir, "m.jsonl"), a, filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
+		{"not a results file", []string{"--out", filepath.Join(dir, "m.jsonl"), a, data}, 1, []string{data, "line 1", "not a results record"}},
+		{"unknown flag", []string{"--output", "m.jsonl", a}, 2, []string{"flag provided but not defined: -output"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cliRequireFail(t, cliRun(t, append([]string{"merge"}, tc.args...)...), tc.code, tc.msgs...)
+			cliNoFile(t, filepath.Join(dir, "m.jsonl"))
+		})
+	}
+}
+
+func TestCLICompare(t *testing.T) {
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "4", "--subjects", "2")
+	ours := filepath.Join(dir, "ours.jsonl")
+	base := filepath.Join(dir, "base.jsonl")
+	cliFit(t, data, ours)
+	cliFit(t, data, base, "--method", "baseline", "--infer", "action_cost")
+	params := []string{"action_cost", "motor_noise", "obs_noise"}
+
+	// rowOf returns the table row of the first column's label.
+	rowOf := func(t *testing.T, out, label string) string {
+		t.Helper()
+		var found []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, label+" ") {
+				found = append(found, line)
+			}
+		}
+		require.Len(t, found, 1, "one row %q in:\n%s", label, out)
+		return found[0]
+	}
+
+	t.Run("one file", func(t *testing.T) {
+		r := cliOK(t, "compare", "--task", "linear", ours)
+		assert.Empty(t, r.stderr)
+		header := rowOf(t, r.stdout, "parameter")
+		assert.Contains(t, header, "truth")
+		assert.Contains(t, header, "ours (ours)")
+		for _, p := range params {
+			row := rowOf(t, r.stdout, p)
+			assert.Contains(t, row, "median ", "two subjects: the median estimate")
+			assert.Contains(t, row, "|rel. err.|")
+		}
+		assert.Regexp(t, `(?m)^action_cost\s+0\.1\s`, r.stdout, "truth: the task's default")
+		assert.Regexp(t, `(?m)^median \|rel\. err\.\|\s+\d+\.\d{3}\s*$`, r.stdout)
+		assert.Regexp(t, `(?m)^log-likelihood\s+-?\d+\.\d\d\s*$`, r.stdout)
+	})
+
+	t.Run("two files and truth", func(t *testing.T) {
+		r := cliOK(t, "compare", "--task", "linear", "--truth", "action_cost=0.2", ours, base)
+		assert.Contains(t, rowOf(t, r.stdout, "parameter"), "baseline (base)")
+		assert.Regexp(t, `(?m)^action_cost\s+0\.2\s`, r.stdout)
+		assert.Contains(t, rowOf(t, r.stdout, "motor_noise"), "not fitted", "the baseline fitted only action_cost")
+		rowOf(t, r.stdout, "median |rel. err.|")
+	})
+
+	empty := cliWriteFile(t, dir, "empty.jsonl", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msgs []string
+	}{
+		{"no files", []string{"--task", "linear"}, 2, []string{"give one or more results files"}},
+		{"no --task", []string{ours}, 2, []string{"--task is required"}},
+		{"unknown task", []string{"--task", "pend", ours}, 2, []string{`unknown task "pend"`}},
+		{"unknown truth parameter", []string{"--task", "linear", "--truth", "noise=1", ours}, 2, []string{`--truth: task linear has no parameter "noise"`}},
+		{"malformed truth", []string{"--task", "linear", "--truth", "noise", ours}, 2, []string{"--truth", "not name=value"}},
+		{"missing file", []string{"--task", "linear", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
+		{"empty file", []string{"--task", "linear", empty}, 1, []string{empty, "no results"}},
+		{"not a results file", []string{"--task", "linear", data}, 1, []string{data, "not a results record"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cliRequireFail(t, cliRun(t, append([]string{"compare"}, tc.args...)...), tc.code, tc.msgs...)
+		})
+	}
+}
