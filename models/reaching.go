@@ -98,3 +98,8 @@ func (Reaching) FinalCost(x Vec, p Params) Expr {
 	e, edot := hand(x)
 	return Add(SumSq(SubVec(e, Consts(reachTarget...))), Mul(p["velocity_cost"], SumSq(edot)))
 }
+
+// HandPosition returns the hand position e(x) of a state in plain Go, for figures.
+func (Reaching) HandPosition(x []float64) (float64, float64) {
+	return reachL1*math.Cos(x[0]) + reachL2*math.Cos(x[0]+x[1]), reachL1*math.Sin(x[0]) + reachL2*math.Sin(x[0]+x[1])
+}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -115,30 +116,38 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 
-	// Output: refuse to overwrite; on --resume, keep what is done.
-	var done []fit.Record
-	var valid int64
-	if _, statErr := os.Stat(*out); statErr == nil {
-		if !*resume {
-			return usagef("%s exists; use --resume to continue that run, or choose another --out", *out)
-		}
-		if done, valid, err = fit.ReadRecords(*out); err != nil {
-			return err
-		}
-		for _, r := range done {
-			if r.Task != spec.Name || r.Method != string(opts.Method) || r.Observe != string(opts.Observe) {
-				return fmt.Errorf("%s holds results of task %s, method %s, observe %s; this run is task %s, method %s, observe %s",
-					*out, r.Task, r.Method, r.Observe, spec.Name, opts.Method, opts.Observe)
-			}
-		}
-	} else if err := checkWritable(*out); err != nil {
-		return err
+	if _, statErr := os.Stat(*out); statErr == nil && !*resume {
+		return usagef("%s exists; use --resume to continue that run, or choose another --out", *out)
 	}
 	if sameFile(fit.CSVPath(*out), *dataPath) {
 		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(*out))
 	}
 	set, err := readData(*dataPath, spec)
 	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return fitFile(ctx, fitter, spec, opts, set, k, n, *out, *quiet, stderr)
+}
+
+// fitFile fits the subjects of set in shard k of n with fitter and appends their results to
+// out, skipping subjects already there; it then rewrites the CSV table beside it.
+func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, set *data.Set, k, n int, out string, quiet bool, stderr io.Writer) error {
+	var done []fit.Record
+	var valid int64
+	if _, statErr := os.Stat(out); statErr == nil {
+		var err error
+		if done, valid, err = fit.ReadRecords(out); err != nil {
+			return err
+		}
+		for _, r := range done {
+			if r.Task != spec.Name || r.Method != string(opts.Method) || r.Observe != string(opts.Observe) {
+				return fmt.Errorf("%s holds results of task %s, method %s, observe %s; this run is task %s, method %s, observe %s",
+					out, r.Task, r.Method, r.Observe, spec.Name, opts.Method, opts.Observe)
+			}
+		}
+	} else if err := checkWritable(out); err != nil {
 		return err
 	}
 	skip := map[string]bool{}
@@ -152,7 +161,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		}
 		subjects = append(subjects, fit.Subject{ID: s.ID, Trials: trialsOf(s)})
 	}
-	w, err := fit.OpenWriter(*out, valid)
+	w, err := fit.OpenWriter(out, valid)
 	if err != nil {
 		return err
 	}
@@ -161,15 +170,12 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	for _, p := range spec.Params {
 		scale[p.Name] = p.Scale.String()
 	}
-	fmt.Fprintf(stderr, "fitting %s (%s, %s observability) to %d subject(s) of %s with %d restarts each; fitted: %s\n",
-		spec.Name, opts.Method, opts.Observe, len(subjects), *dataPath, *restarts, strings.Join(fitter.Fitted(), ", "))
+	fmt.Fprintf(stderr, "fitting %s (%s, %s observability) to %d subject(s) with %d restarts each; fitted: %s\n",
+		spec.Name, opts.Method, opts.Observe, len(subjects), fitter.Restarts(), strings.Join(fitter.Fitted(), ", "))
 	if len(done) > 0 {
-		fmt.Fprintf(stderr, "resuming: %d subject(s) already in %s\n", len(done), *out)
+		fmt.Fprintf(stderr, "resuming: %d subject(s) already in %s\n", len(done), out)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	bar := newProgressBar(stderr, *quiet)
+	bar := newProgressBar(stderr, quiet)
 	fitter.SetProgress(bar.update)
 	failed := 0
 	err = fitter.Fit(ctx, subjects, func(r fit.Result) error {
@@ -187,17 +193,17 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		order[s.ID] = i
 	}
 	sort.SliceStable(done, func(a, b int) bool { return order[done[a].Subject] < order[done[b].Subject] })
-	if csvErr := fit.WriteCSV(fit.CSVPath(*out), done, fit.ParamNames(done, spec.ParamNames())); csvErr != nil && err == nil {
+	if csvErr := fit.WriteCSV(fit.CSVPath(out), done, fit.ParamNames(done, spec.ParamNames())); csvErr != nil && err == nil {
 		err = csvErr
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s; rerun with --resume to continue\n", len(done), *out)
+		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s; rerun with --resume to continue\n", len(done), out)
 		return errInterrupted
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "done: %d subject(s) in %s and %s", len(done), *out, fit.CSVPath(*out))
+	fmt.Fprintf(stderr, "done: %d subject(s) in %s and %s", len(done), out, fit.CSVPath(out))
 	if failed > 0 {
 		fmt.Fprintf(stderr, " (%d could not be fitted)", failed)
 	}

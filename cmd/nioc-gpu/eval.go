@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/plots"
+)
+
+func init() {
+	register(command{name: "eval", summary: "the paper's evaluation: draw parameter sets, simulate, fit with each method, summarize and plot", run: runEval})
+	register(command{name: "plot", summary: "redraw the estimates, summary and figures of a finished `eval` directory", run: runPlot})
+}
+
+// evalConfig is DIR/config.json: what an evaluation directory holds.
+type evalConfig struct {
+	Task      string             `json:"task"`
+	Observe   string             `json:"observe"`
+	Sets      int                `json:"sets"`
+	Trials    int                `json:"trials"`
+	Steps     int                `json:"steps"`
+	Seed      uint64             `json:"seed"`
+	Truth     map[string]float64 `json:"truth,omitempty"` // fixed true values; others drawn
+	Restarts  int                `json:"restarts"`
+	Methods   []string           `json:"methods"`
+	Linearize string             `json:"linearize_ours"`
+}
+
+func (c evalConfig) sameData(o evalConfig) bool {
+	a, b := c, o
+	a.Restarts, b.Restarts, a.Methods, b.Methods = 0, 0, nil, nil
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func setID(i int) string { return fmt.Sprintf("set%03d", i+1) }
+
+func runEval(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", "--task NAME [--observe partial|full] [--sets 100] [--trials 50] [--restarts 50] [--seed S] [--methods ours,baseline] [--truth name=value,...] [--shard k/N] --out DIR", stderr)
+	var tf taskFlags
+	tf.register(fs, false)
+	sets := fs.Int("sets", 100, "parameter sets, drawn uniformly in each parameter's scale within its bounds (paper Sec. 4, App. J.3)")
+	trials := fs.Int("trials", 50, "trials simulated per set")
+	steps := fs.Int("steps", 0, "time steps; default: the task's")
+	restarts := fs.Int("restarts", 50, "restarts per fit")
+	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
+	seed := fs.Uint64("seed", 1, "seed of the parameter draws, the simulations and the restarts")
+	methods := fs.String("methods", "ours,baseline", "methods to compare: ours, baseline")
+	truth := fs.String("truth", "", "fix true values instead of drawing them, name=value,... (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
+	linearize := fs.String("linearize", "", "linearization of our method: data or ilqg; default ilqg for tasks whose planner is partial (light-dark, as in the paper), else data")
+	shard := fs.String("shard", "", "fit only shard k/N of the sets (run `nioc-gpu plot DIR` after all shards)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	out := fs.String("out", "", "output directory (created; an existing one is resumed)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "out"); err != nil {
+		return err
+	}
+	spec := m.Spec()
+	observe, err := tf.observeMode()
+	if err != nil {
+		return err
+	}
+	k, n, err := parseShard(*shard)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *sets < 1:
+		return usagef("--sets must be >= 1")
+	case *trials < 1:
+		return usagef("--trials must be >= 1")
+	case *restarts < 1:
+		return usagef("--restarts must be >= 1")
+	case *steps < 0:
+		return usagef("--steps must be >= 1")
+	}
+	var methodList []string
+	for _, mm := range parseNames(*methods) {
+		if mm != string(likelihood.Ours) && mm != string(likelihood.MCEBaseline) {
+			return usagef("unknown method %q in --methods: use ours, baseline", mm)
+		}
+		if slices.Contains(methodList, mm) {
+			return usagef("method %s given twice", mm)
+		}
+		methodList = append(methodList, mm)
+	}
+	if len(methodList) == 0 {
+		return usagef("--methods is empty")
+	}
+	fixed := map[string]float64{}
+	names, vals, err := parseAssignments(*truth, "truth")
+	if err != nil {
+		return err
+	}
+	for i, name := range names {
+		idx := paramIndex(spec, name)
+		if idx < 0 {
+			return usagef("--truth: task %s has no parameter %q; its parameters are %s", spec.Name, name, strings.Join(spec.ParamNames(), ", "))
+		}
+		if err := spec.Params[idx].Validate(vals[i]); err != nil {
+			return usagef("--truth: %v", err)
+		}
+		fixed[name] = vals[i]
+	}
+	lin := *linearize
+	if lin == "" {
+		lin = string(likelihood.LinearizeData)
+		if spec.Planner == models.PlannerPartial {
+			lin = string(likelihood.LinearizeILQG)
+		}
+	}
+	if lin != string(likelihood.LinearizeData) && lin != string(likelihood.LinearizeILQG) {
+		return usagef("unknown --linearize %q: use data or ilqg", lin)
+	}
+	T := *steps
+	if T == 0 {
+		T = spec.Steps
+	}
+	cfg := evalConfig{Task: spec.Name, Observe: string(observe), Sets: *sets, Trials: *trials, Steps: T, Seed: *seed,
+		Truth: fixed, Restarts: *restarts, Methods: methodList, Linearize: lin}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// 1. Truths and data: drawn and simulated once; a resumed run checks they match.
+	cfgPath := filepath.Join(*out, "config.json")
+	dataPath := filepath.Join(*out, "data.csv")
+	var set *data.Set
+	if raw, err := os.ReadFile(cfgPath); err == nil {
+		var old evalConfig
+		if err := json.Unmarshal(raw, &old); err != nil {
+			return fmt.Errorf("%s: %v", cfgPath, err)
+		}
+		if !old.sameData(cfg) {
+			return usagef("%s holds an evaluation with other settings (%s); use another --out", *out, raw)
+		}
+		if set, err = readData(dataPath, spec); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "resuming %s: %d sets already simulated\n", *out, len(set.Subjects))
+	} else {
+		t0 := time.Now()
+		thetas := drawSets(spec, cfg)
+		if set, err = simulateSets(m, b, cfg, thetas, observe); err != nil {
+			return err
+		}
+		if err := writeTruth(filepath.Join(*out, "truth.csv"), spec, thetas); err != nil {
+			return err
+		}
+		if err := data.Write(dataPath, set); err != nil {
+			return err
+		}
+		raw, _ := json.MarshalIndent(cfg, "", "  ")
+		if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "simulated %d sets × %d trials of %s in %.1f s\n", *sets, *trials, spec.Name, time.Since(t0).Seconds())
+	}
+
+	// 2. Fits, one results file per method (and shard), resumable.
+	for _, method := range methodList {
+		opts := likelihood.Options{Observe: observe, Method: likelihood.Method(method)}
+		if method == string(likelihood.Ours) {
+			opts.Linearize = likelihood.Linearization(lin)
+		}
+		e, err := likelihood.New(m, b, opts)
+		if err != nil {
+			return err
+		}
+		fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter})
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(*out, "fit-"+method+".jsonl")
+		if n > 1 {
+			path = filepath.Join(*out, fmt.Sprintf("fit-%s.shard-%d-of-%d.jsonl", method, k, n))
+		}
+		t0 := time.Now()
+		if err := fitFile(ctx, fitter, spec, e.Options(), set, k, n, path, *quiet, stderr); err != nil {
+			return err
+		}
+		if err := addWallTime(*out, method, time.Since(t0).Seconds()); err != nil {
+			return err
+		}
+	}
+	if n > 1 {
+		fmt.Fprintf(stderr, "shard %d/%d done; when every shard is, run `nioc-gpu plot --out %s`\n", k, n, *out)
+		return nil
+	}
+	return summarize(*out, m, b, stdout, stderr)
+}
+
+func runPlot(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plot", "--out DIR | --errors errors.png DIR [DIR ...]", stderr)
+	out := fs.String("out", "", "a directory written by `nioc-gpu eval`")
+	errorsPNG := fs.String("errors", "", "draw the absolute relative errors of several finished eval directories in one figure (paper Fig. 3)")
+	backend := fs.String("backend", "", "backend for the simulations of the trajectory figures")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *errorsPNG != "" {
+		if fs.NArg() == 0 {
+			return usagef("--errors needs eval directories")
+		}
+		groups, methods, err := aggregateErrors(fs.Args())
+		if err != nil {
+			return err
+		}
+		if err := plots.ErrorSummary(*errorsPNG, "absolute relative errors by task and method", groups, methods); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", *errorsPNG)
+		return nil
+	}
+	if *out == "" && fs.NArg() == 1 {
+		*out = fs.Arg(0)
+	}
+	if *out == "" {
+		return usagef("--out DIR is required")
+	}
+	raw, err := os.ReadFile(filepath.Join(*out, "config.json"))
+	if err != nil {
+		return fmt.Errorf("%s is not an eval directory: %w", *out, err)
+	}
+	var cfg evalConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return err
+	}
+	m, err := models.Get(cfg.Task)
+	if err != nil {
+		return err
+	}
+	tf := taskFlags{backend: *backend}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return err
+	}
+	return summarize(*out, m, b, stdout, stderr)
+}
+
+// drawSets returns the true parameters (natural units) of each set: uniform in each
+// parameter's fitting scale within its bounds, unless fixed by --truth.
+func drawSets(spec models.Spec, cfg evalConfig) [][]float64 {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5e75))
+	out := make([][]float64, cfg.Sets)
+	for s := range out {
+		out[s] = make([]float64, len(spec.Params))
+		for i, p := range spec.Params {
+			lo, hi := p.ToScale(p.Lo), p.ToScale(p.Hi)
+			out[s][i] = p.FromScale(lo + rng.Float64()*(hi-lo))
+			if v, ok := cfg.Truth[p.Name]; ok {
+				out[s][i] = v
+			}
+		}
+	}
+	return out
+}
+
+// simulateSets solves the agent for every set at once and simulates its trials.
+func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64, observe control.Observe) (*data.Set, error) {
+	spec := m.Spec()
+	sv, err := control.NewSolver(m, cfg.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	if err != nil {
+		return nil, err
+	}
+	pol, err := sv.Solve(thetas, nil)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := control.Simulate(m, pol, thetas, b, control.SimOptions{Observe: observe, Trials: cfg.Trials, Seed: cfg.Seed, Temperature: spec.Temperature})
+	if err != nil {
+		return nil, err
+	}
+	set := &data.Set{StateNames: spec.States, Steps: cfg.Steps}
+	for s, trials := range xs {
+		subj := data.Subject{ID: setID(s)}
+		for r, tr := range trials {
+			subj.Trials = append(subj.Trials, data.Trial{ID: r, States: tr})
+		}
+		set.Subjects = append(set.Subjects, subj)
+	}
+	return set, nil
+}
+
+func writeTruth(path string, spec models.Spec, thetas [][]float64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write(append([]string{"set"}, spec.ParamNames()...))
+	for s, th := range thetas {
+		row := []string{setID(s)}
+		for _, v := range th {
+			row = append(row, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		_ = w.Write(row)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func readTruth(path string, spec models.Spec) (map[string][]float64, []string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) < 1 || !slices.Equal(rows[0][1:], spec.ParamNames()) {
+		return nil, nil, fmt.Errorf("%s: header does not match task %s", path, spec.Name)
+	}
+	out := map[string][]float64{}
+	var order []string
+	for i, r := range rows[1:] {
+		var th []float64
+		for j, c := range r[1:] {
+			v, err := strconv.ParseFloat(c, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s line %d, column %q: %v", path, i+2, rows[0][j+1], err)
+			}
+			th = append(th, v)
+		}
+		out[r[0]] = th
+		order = append(order, r[0])
+	}
+	return out, order, nil
+}
+
+// addWallTime accumulates the wall time spent fitting with a method in DIR/times.json.
+func addWallTime(dir, method string, seconds float64) error {
+	path := filepath.Join(dir, "times.json")
+	times := map[string]float64{}
+	if raw, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(raw, &times)
+	}
+	times[method] += seconds
+	raw, _ := json.MarshalIndent(times, "", "  ")
+	return os.WriteFile(path, raw, 0o644)
+}
+
+// estimateError is the error of one estimate: relative for positive parameters, absolute
+// for signed ones (a relative error of a position near 0 means nothing) and for a true value
+// of 0.
+func estimateError(p models.Param, truth, est float64) float64 {
+	if p.Signed || truth == 0 {
+		return math.Abs(est - truth)
+	}
+	return math.Abs(est-truth) / math.Abs(truth)
+}
