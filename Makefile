@@ -8,6 +8,18 @@ TASK    ?= reaching
 
 .PHONY: build test demo bench bench-jax xla-cpu xla-cuda vet clean
 
+# Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
+# paper's timings. BENCH_ARGS=-fits=false for the quick part only.
+bench:
+	$(GO) run ./bench/table $(BENCH_ARGS)
+
+# Side by side with the JAX reference (optional; needs Python): REF=/path/to/nioc-neurips checkout,
+# PYTHON=/path/to/venv/bin/python with bench/jaxref/requirements.txt installed.
+PYTHON ?= python3
+bench-jax: build
+	@if [ -z "$(REF)" ]; then echo "bench-jax: set REF=/path/to/a/checkout/of/RothkopfLab/nioc-neurips (see bench/jaxref/README.md)"; exit 2; fi
+	$(PYTHON) bench/jaxref/sidebyside.py --ref $(REF) --nioc $(BIN) $(JAX_ARGS)
+
 build:
 	$(GO) build -o $(BIN) ./cmd/nioc-gpu
 
@@ -25,6 +37,46 @@ demo: build
 	$(BIN) fit --task $(TASK) --data $(DEMO)/$(TASK).csv --restarts 10 --seed 1 --out $(DEMO)/$(TASK)-ours.jsonl
 	$(BIN) fit --task $(TASK) --data $(DEMO)/$(TASK).csv --method baseline --restarts 10 --seed 1 --out $(DEMO)/$(TASK)-baseline.jsonl
 	$(BIN) compare --task $(TASK) $(DEMO)/$(TASK)-ours.jsonl $(DEMO)/$(TASK)-baseline.jsonl
+
+# XLA/PJRT plugins from PyPI wheels (go-xla's own installer needs GitHub). PREFIX is the lib
+# directory that nioc-gpu and go-xla search (see `nioc-gpu backend`).
+PREFIX  ?= $(HOME)/.local/lib
+PIP_DL  := python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+# CPU: lammps-jax-pjrt-cpu 0.11.2 carries a PJRT CPU plugin built from jaxlib 0.11.2's XLA
+# (PJRT C API 0.115; go-xla v0.1.4, written against 0.83, loads it: it checks no version).
+CPU_WHEEL     := lammps_jax_pjrt_cpu-0.11.2-py3-none-manylinux_2_27_x86_64.whl
+CPU_WHEEL_SHA := 1319390d948b39f69f7dade496b7c385149d9ca6097a6b62114da113216d9ad1
+
+xla-cpu:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PIP_DL) --platform manylinux_2_27_x86_64 -d "$$tmp" lammps-jax-pjrt-cpu==0.11.2 && \
+	echo "$(CPU_WHEEL_SHA)  $$tmp/$(CPU_WHEEL)" | sha256sum -c - && \
+	mkdir -p $(PREFIX)/go-xla && \
+	unzip -p "$$tmp/$(CPU_WHEEL)" lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so > $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp && \
+	chmod 0755 $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp && \
+	mv $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so && \
+	nm -D --defined-only $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so | grep -q ' T GetPjrtApi' && \
+	echo "installed $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so"
+
+# CUDA 12: jax-cuda12-pjrt 0.8.2 (PJRT C API 0.85, CUDA 12.9) and the NVIDIA libraries its
+# plugin package pins (about 3 GB), in go-xla's layout PREFIX/go-xla/nvidia.
+CUDA_WHEELS := jax-cuda12-pjrt==0.8.2 nvidia-cublas-cu12==12.9.3.13 nvidia-cuda-cupti-cu12==12.9.79 \
+	nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cudnn-cu12==9.28.0.42 \
+	nvidia-cufft-cu12==11.4.1.4 nvidia-cusolver-cu12==11.7.5.82 nvidia-cusparse-cu12==12.5.10.65 \
+	nvidia-nccl-cu12==2.32.3 nvidia-nvjitlink-cu12==12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvshmem-cu12==3.8.0
+
+xla-cuda:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && nv=$(PREFIX)/go-xla/nvidia && \
+	$(PIP_DL) --platform manylinux_2_27_x86_64 --platform manylinux_2_25_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 \
+	  -d "$$tmp" $(CUDA_WHEELS) && \
+	rm -rf "$$nv" && mkdir -p "$$nv/bin" && \
+	unzip -p "$$tmp"/jax_cuda12_pjrt-0.8.2-*.whl jax_plugins/xla_cuda12/xla_cuda_plugin.so > "$$nv/pjrt_c_api_cuda_plugin.so" && \
+	chmod 0755 "$$nv/pjrt_c_api_cuda_plugin.so" && \
+	for w in "$$tmp"/nvidia_*.whl; do x=$$(mktemp -d); unzip -q "$$w" 'nvidia/*' -d "$$x"; cp -a "$$x/nvidia/." "$$nv/"; rm -rf "$$x"; done && \
+	ln -sfn "$$nv/cuda_nvcc/bin/ptxas" "$$nv/bin/ptxas" && \
+	nm -D --defined-only "$$nv/pjrt_c_api_cuda_plugin.so" | grep -q ' T GetPjrtApi' && \
+	echo "installed $$nv/pjrt_c_api_cuda_plugin.so"
 
 vet:
 	$(GO) vet ./...

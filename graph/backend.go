@@ -93,9 +93,9 @@ func PluginSearchDirs() []string {
 		dirs = append(dirs, filepath.SplitList(p)...)
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".local", "lib", "go-xla"))
+		dirs = append(dirs, filepath.Join(home, ".local", "lib", "go-xla"), filepath.Join(home, ".local", "lib", "go-xla", "nvidia"))
 	}
-	return append(dirs, "/usr/local/lib/go-xla")
+	return append(dirs, "/usr/local/lib/go-xla", "/usr/local/lib/go-xla/nvidia")
 }
 
 // FindPlugin returns the absolute path of the PJRT plugin for name ("cpu", "cuda" or a path).
@@ -113,9 +113,9 @@ func FindPlugin(name string) (string, error) {
 			return filepath.Abs(p)
 		}
 	}
-	return "", fmt.Errorf("no PJRT %q plugin (%s) found in %s; install one with `make xla-%s` "+
-		"(or `nioc-gpu backend install %s`), or set %s to the absolute path of a plugin",
-		name, file, strings.Join(PluginSearchDirs(), ", "), name, name, EnvPJRT)
+	return "", fmt.Errorf("no PJRT %q plugin (%s) found in %s; install one with `make xla-%s`, "+
+		"or set %s to the absolute path of a plugin",
+		name, file, strings.Join(PluginSearchDirs(), ", "), name, EnvPJRT)
 }
 
 func newXLA(plugin string) (b backends.Backend, err error) {
@@ -129,7 +129,15 @@ func newXLA(plugin string) (b backends.Backend, err error) {
 			err = fmt.Errorf("loading PJRT plugin %s: %v", path, r)
 		}
 	}()
-	b, err = xla.New(path)
+	config := path
+	if strings.Contains(filepath.Base(path), "cpu") {
+		config += ",shared_buffers" // host memory is the device's: no copies
+	}
+	if strings.Contains(filepath.Base(path), "cuda") && os.Getenv("XLA_FLAGS") == "" {
+		// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
+		os.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
+	}
+	b, err = xla.New(config)
 	if err != nil {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}

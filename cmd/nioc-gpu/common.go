@@ -21,6 +21,7 @@ import (
 type taskFlags struct {
 	task, observe, planner, method, linearize, backend string
 	temperature                                        float64
+	firstOrderNoise                                    bool
 }
 
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -32,6 +33,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around the data (data) or around the iLQG solution for each θ (ilqg)")
 		fs.Float64Var(&tf.temperature, "temperature", -1, "maximum-causal-entropy policy-noise temperature; default: the task's (paper Table 1)")
+		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
 }
 
@@ -74,7 +76,7 @@ func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
 
 // likelihoodOptions returns the likelihood options of the flags.
 func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
-	var o likelihood.Options
+	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise}
 	var err error
 	if o.Observe, err = tf.observeMode(); err != nil {
 		return o, err

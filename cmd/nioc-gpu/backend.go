@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+)
+
+func init() {
+	register(command{name: "backend", summary: "show the computation backends and the XLA plugins that are installed and usable", run: runBackend})
+}
+
+func runBackend(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("backend", "[--check]", stderr)
+	check := fs.Bool("check", false, "load each installed XLA plugin and compare a small computation with the pure-Go backend")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "default backend: %s (set with --backend or $%s)\n", graph.DefaultBackendName(), graph.EnvBackend)
+	fmt.Fprintf(stdout, "go:  pure-Go simplego backend, embedded, always available\n")
+	pjrt := os.Getenv(graph.EnvPJRT)
+	if pjrt == "" {
+		pjrt = "cpu"
+	}
+	fmt.Fprintf(stdout, "xla: uses the PJRT plugin $%s=%s; searched in %v\n", graph.EnvPJRT, pjrt, graph.PluginSearchDirs())
+	for _, name := range []string{"cpu", "cuda"} {
+		path, err := graph.FindPlugin(name)
+		if err != nil {
+			fmt.Fprintf(stdout, "  %-4s not installed (make xla-%s)\n", name, name)
+			continue
+		}
+		fmt.Fprintf(stdout, "  %-4s %s\n", name, path)
+		if *check {
+			fmt.Fprintf(stdout, "       %s\n", smokeTest(path))
+		}
+	}
+	return nil
+}
+
+// smokeTest loads a plugin and compares sin(x)·y and its gradient with the Go backend.
+func smokeTest(path string) string {
+	os.Setenv(graph.EnvPJRT, path)
+	defer os.Unsetenv(graph.EnvPJRT)
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	if err != nil {
+		return "unusable: " + err.Error()
+	}
+	bg, _ := graph.NewBackend(graph.BackendGo)
+	build := func(g *G.Graph, in []*G.Node) []*G.Node {
+		y := G.Mul(G.Sin(in[0]), in[0])
+		return []*G.Node{y, G.Gradient(G.ReduceAllSum(y), in[0])[0]}
+	}
+	x := []float64{0.1, 0.7, -1.3, 2.2}
+	var res [2][]graph.Tensor
+	var took time.Duration
+	for i, b := range []backends.Backend{bg, bx} {
+		t0 := time.Now()
+		out, err := graph.NewProgram(b, "smoke", build).Run(graph.NewTensor(x, 4))
+		if err != nil {
+			return "unusable: " + err.Error()
+		}
+		res[i] = out
+		took = time.Since(t0)
+	}
+	worst := 0.0
+	for k := range res[0] {
+		for i := range res[0][k].Data {
+			worst = math.Max(worst, math.Abs(res[0][k].Data[i]-res[1][k].Data[i]))
+		}
+	}
+	return fmt.Sprintf("usable: %s, float64 results equal the Go backend's to %.1e (compile+run %v)", bx.Name(), worst, took.Round(time.Millisecond))
+}
