@@ -172,6 +172,9 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	return f, nil
 }
 
+// Restarts returns the number of restarts per subject.
+func (f *Fitter) Restarts() int { return f.opts.Restarts }
+
 // SetProgress sets the function called after every batch of evaluations.
 func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }
 

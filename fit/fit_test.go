@@ -223,3 +223,30 @@ func TestCancel(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// TestLightDarkDisentangling is paper Sec. 4.4 on a smaller case: an agent with perceptual
+// uncertainty σ = 0.2 and no preference for the light (c = 0) detours to the light. Our
+// method attributes the detour to perception (recovers σ, a light cost at the bottom of its
+// box); the MCE baseline, which has no observation model, attributes it to a preference
+// for the light.
+func TestLightDarkDisentangling(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, _ := models.Get("lightdark")
+	theta := [][]float64{{0, 0, 0.2}}
+	sv, err := control.NewSolver(m, 50, b, control.SolverOptions{Planner: models.PlannerPartial})
+	require.NoError(t, err)
+	pol, err := sv.Solve(theta, nil)
+	require.NoError(t, err)
+	xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Trials: 40, Seed: 3, Temperature: 1e-5})
+	require.NoError(t, err)
+	subjects := []Subject{{ID: "agent", Trials: xs[0]}}
+	ours := fitAll(t, newFitter(t, "lightdark", likelihood.Options{}, Options{Restarts: 8, Seed: 1}), subjects)["agent"]
+	base := fitAll(t, newFitter(t, "lightdark", likelihood.Options{Method: likelihood.MCEBaseline}, Options{Restarts: 8, Seed: 1}), subjects)["agent"]
+	t.Logf("ours %v, baseline %v", ours.Params, base.Params)
+	assert.InEpsilon(t, 0.2, ours.Params["sigma"], 0.25, "ours recovers the perceptual uncertainty")
+	assert.Less(t, ours.Params["light_cost"], 0.02, "and finds no preference for the light")
+	assert.InDelta(t, 0, ours.Params["target_x"], 0.1)
+	assert.NotContains(t, base.Fitted, "sigma", "the baseline has no observation model")
+	assert.Greater(t, base.Params["light_cost"], 5*ours.Params["light_cost"], "the baseline explains the detour by a light preference")
+}

@@ -69,7 +69,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the parameter draws, the simulations and the restarts")
 	methods := fs.String("methods", "ours,baseline", "methods to compare: ours, baseline")
 	truth := fs.String("truth", "", "fix true values instead of drawing them, name=value,... (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
-	linearize := fs.String("linearize", "", "linearization of our method: data or ilqg; default ilqg for tasks whose planner is partial (light-dark, as in the paper), else data")
+	linearize := fs.String("linearize", "data", "linearization of our method: data or ilqg")
 	shard := fs.String("shard", "", "fit only shard k/N of the sets (run `nioc-gpu plot DIR` after all shards)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	out := fs.String("out", "", "output directory (created; an existing one is resumed)")
@@ -131,12 +131,6 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		fixed[name] = vals[i]
 	}
 	lin := *linearize
-	if lin == "" {
-		lin = string(likelihood.LinearizeData)
-		if spec.Planner == models.PlannerPartial {
-			lin = string(likelihood.LinearizeILQG)
-		}
-	}
 	if lin != string(likelihood.LinearizeData) && lin != string(likelihood.LinearizeILQG) {
 		return usagef("unknown --linearize %q: use data or ilqg", lin)
 	}
