@@ -26,32 +26,22 @@ func (a *Agent) Control(t int, b graph.Vec) graph.Vec {
 	return graph.VecAdd(u, graph.MatVec(a.Gains.Gain(t), graph.VecSub(b, a.Xbar[t])))
 }
 
-// policyNoiseCov returns Temperature·J·H̃_t⁻¹·Jᵀ, the covariance that the policy noise adds
-// to J·u; nil when the temperature is 0.
-func (a *Agent) policyNoiseCov(t int, J graph.Mat) graph.Mat {
+// policyNoise returns the covariance of the maximum-causal-entropy noise of the control,
+// Temperature·H̃_t⁻¹; nil when the temperature is 0.
+func (a *Agent) policyNoise(t int) graph.Mat {
 	if a.Temperature == 0 {
 		return nil
 	}
-	return graph.MatScale(graph.C(a.Temperature), graph.Sandwich(J, graph.SPDInverse(a.Gains.Hessian(t))))
+	return graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.Gains.Hessian(t)))
 }
 
-// productNoiseCov returns the covariance of the state noise terms that are products of the
-// signal-dependent noise with the random part of the control, Σ_j Cu_j·Cov(u)·Cu_jᵀ, where
-// Cov(u) = L·Σ·Lᵀ (Σ the belief covariance, nil for none) + temperature·H̃⁻¹. A first-order
-// linearization in the noises drops these; they matter where the motor noise is large relative
-// to the control (reaching: σ_m/√dt = 1). nil when there is nothing to add.
-func (a *Agent) productNoiseCov(t int, Cu []graph.Mat, Sigma graph.Mat) graph.Mat {
-	if a.FirstOrderNoise || len(Cu) == 0 {
-		return nil
-	}
-	var covU graph.Mat
-	if Sigma != nil {
-		covU = graph.Sandwich(a.Gains.Gain(t), Sigma)
-	}
-	if a.Temperature > 0 {
-		covU = addCov(graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.Gains.Hessian(t))), covU)
-	}
-	if covU == nil {
+// productNoiseCov returns the covariance of the state-noise terms that are products of the
+// control-dependent noise with the random part of the control, Σ_j Cu_j·covU·Cu_jᵀ (covU the
+// control's covariance: belief spread and policy noise). A first-order linearization in the
+// noises drops these; they matter where the motor noise is large relative to the control
+// (reaching: σ_m/√dt = 1). nil when there is nothing to add.
+func (a *Agent) productNoiseCov(Cu []graph.Mat, covU graph.Mat) graph.Mat {
+	if a.FirstOrderNoise || covU == nil {
 		return nil
 	}
 	var out graph.Mat
@@ -93,7 +83,6 @@ func addCov(A, B graph.Mat) graph.Mat {
 // distribution. The observation noise enters at the true state x, where it arises; the belief
 // update uses no state noise.
 func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, prior graph.Mat, jitter float64) graph.S {
-	n := len(s.Spec.States)
 	mu, Sigma := X[0], prior
 	total := graph.C(0)
 	for t := 0; t+1 < len(X); t++ {
@@ -105,21 +94,21 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *A
 
 		meanX := px.F0()
 		meanB := graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
-		Jb := graph.Blocks([][]graph.Mat{
-			{graph.MatMul(Bx, L)},
-			{graph.MatAdd(graph.MatSub(pb.A(), graph.MatMul(K, pb.F())), graph.MatMul(Bb, L))},
-		})
-		cov := graph.Sandwich(Jb, Sigma)
-		stateNoise := addCov(graph.Gram(px.V()), agent.productNoiseCov(t, px.Cu(), Sigma))
-		cov = graph.MatAdd(cov, graph.Blocks([][]graph.Mat{
-			{stateNoise, nil},
-			{nil, graph.Gram(graph.MatMul(K, px.W()))},
-		}))
-		cov = addCov(cov, agent.policyNoiseCov(t, graph.Blocks([][]graph.Mat{{Bx}, {Bb}})))
+		// With J_b = [B_x; B_μ]·L + [0; D], D = A_μ − K·F_μ, and the control's covariance
+		// Cu = L Σ Lᵀ + τ H̃⁻¹ (belief spread and policy noise), the joint covariance is
+		// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls.
+		D := graph.MatSub(pb.A(), graph.MatMul(K, pb.F()))
+		LS := graph.MatMul(L, Sigma)
+		Cu := addCov(graph.Sandwich(L, Sigma), agent.policyNoise(t))
+		cross := graph.MatMulT(LS, D) // L Σ Dᵀ
+		BbCross := graph.MatMul(Bb, cross)
+		Sxx := graph.MatAdd(graph.Sandwich(Bx, Cu), graph.Gram(px.V()))
+		Sxx = addCov(Sxx, agent.productNoiseCov(px.Cu(), Cu))
+		Sxb := graph.MatAdd(graph.MatMul(Bx, graph.MatMulT(Cu, Bb)), graph.MatMul(Bx, cross))
+		Sbb := graph.MatAdd(graph.Sandwich(Bb, Cu), graph.MatAdd(BbCross, graph.T(BbCross)))
+		Sbb = graph.MatAdd(Sbb, graph.MatAdd(graph.Sandwich(D, Sigma), graph.Gram(graph.MatMul(K, px.W()))))
 
-		Sxx := graph.AddDiag(cov.Sub(0, n, 0, n), graph.C(jitter))
-		Sxb := cov.Sub(0, n, n, 2*n)
-		chol := graph.Chol(Sxx)
+		chol := graph.Chol(graph.AddDiag(Sxx, graph.C(jitter)))
 		residual := graph.VecSub(X[t+1], meanX)
 		total = graph.Add(total, graph.GaussLogDensity(residual, chol))
 
@@ -127,7 +116,7 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *A
 		z := graph.SolveLower(chol, graph.Col(residual)).ColVec(0)
 		Z := graph.SolveLower(chol, Sxb) // L⁻¹Σ_xb
 		mu = graph.VecAdd(meanB, graph.TMatVec(Z, z))
-		Sigma = graph.MatSub(cov.Sub(n, 2*n, n, 2*n), graph.Gram(graph.T(Z)))
+		Sigma = graph.MatSub(Sbb, graph.Gram(graph.T(Z)))
 	}
 	return total
 }
@@ -141,8 +130,12 @@ func FullyObservable(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *
 	for t := 0; t+1 < len(X); t++ {
 		u := agent.Control(t, X[t])
 		p := control.At(s, theta, X[t], u)
-		cov := addCov(graph.Gram(p.V()), agent.policyNoiseCov(t, p.B()))
-		cov = addCov(cov, agent.productNoiseCov(t, p.Cu(), nil))
+		noise := agent.policyNoise(t)
+		cov := graph.Gram(p.V())
+		if noise != nil {
+			cov = graph.MatAdd(cov, graph.Sandwich(p.B(), noise))
+		}
+		cov = addCov(cov, agent.productNoiseCov(p.Cu(), noise))
 		chol := graph.Chol(graph.AddDiag(cov, graph.C(jitter)))
 		total = graph.Add(total, graph.GaussLogDensity(graph.VecSub(X[t+1], p.F0()), chol))
 	}
