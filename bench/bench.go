@@ -141,7 +141,7 @@ func TimeFit(m models.Model, b backends.Backend, subjects [][][][]float64, resta
 	}
 	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall,
 		PerSubject: wall / time.Duration(len(subjects)), Evaluations: evals, Batches: f.Batches(),
-		MedianRelErr: median(errs)}, nil
+		MedianRelErr: fit.Median(errs)}, nil
 }
 
 func abs(x float64) float64 {
@@ -149,22 +149,4 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
 }

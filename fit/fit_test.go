@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -65,12 +64,7 @@ func medianRelError(spec models.Spec, r Result) float64 {
 		p, _ := spec.Param(name)
 		errs = append(errs, math.Abs(r.Params[name]-p.Default)/p.Default)
 	}
-	sort.Float64s(errs)
-	n := len(errs)
-	if n%2 == 1 {
-		return errs[n/2]
-	}
-	return 0.5 * (errs[n/2-1] + errs[n/2])
+	return Median(errs)
 }
 
 // TestRecovery fits data simulated at the default parameters (50 trials, 20 restarts) and

@@ -237,3 +237,21 @@ func Merge(paths []string) ([]Record, error) {
 	}
 	return out, nil
 }
+
+// Median returns the median of the values that are not NaN (NaN if there are none).
+func Median(v []float64) float64 {
+	s := make([]float64, 0, len(v))
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			s = append(s, x)
+		}
+	}
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
+}

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"github.com/nioc-gpu/nioc-gpu/fit"
 	"image/color"
 	"math"
 
@@ -26,9 +27,9 @@ func SeriesColor(i int) color.Color { return seriesColors[i%len(seriesColors)] }
 // Estimates are true and estimated values of one parameter under one method.
 type Estimates struct {
 	Method, Param string
-	Log          bool // log10 axes
-	True, Est    []float64
-	Lo, Hi       float64 // the search box, drawn as the axis range
+	Log           bool // log10 axes
+	True, Est     []float64
+	Lo, Hi        float64 // the search box, drawn as the axis range
 }
 
 // TrueVsEstimated draws a grid of scatter plots, one row per method and one column per
@@ -132,7 +133,7 @@ func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) err
 			s.GlyphStyle.Color = SeriesColor(mi)
 			s.GlyphStyle.Radius = vg.Points(1.5)
 			p.Add(s)
-			med := median(g.Errors)
+			med := fit.Median(g.Errors)
 			if med > 0 {
 				l, _ := plotter.NewLine(plotter.XYs{{X: float64(gi) - 0.3, Y: med}, {X: float64(gi) + 0.3, Y: med}})
 				l.Color, l.Width = color.Black, vg.Points(2)
@@ -274,27 +275,4 @@ func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 		}
 	}
 	return saveGrid(path, grid, 2.8*vg.Inch, 2.6*vg.Inch)
-}
-
-func median(v []float64) float64 {
-	var s []float64
-	for _, x := range v {
-		if !math.IsNaN(x) {
-			s = append(s, x)
-		}
-	}
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
 }

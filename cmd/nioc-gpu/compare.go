@@ -88,9 +88,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 			if len(est) > 1 {
 				label = "median %.4g"
 			}
-			cell := fmt.Sprintf(label, median(est))
+			cell := fmt.Sprintf(label, fit.Median(est))
 			if len(rel) > 0 {
-				cell += fmt.Sprintf(" (|rel. err.| %.2f)", median(rel))
+				cell += fmt.Sprintf(" (|rel. err.| %.2f)", fit.Median(rel))
 			}
 			fmt.Fprintf(tw, "\t%s", cell)
 		}
@@ -98,7 +98,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(tw, "median |rel. err.|\t")
 	for ci := range cols {
-		fmt.Fprintf(tw, "\t%.3f", median(errs[ci]))
+		fmt.Fprintf(tw, "\t%.3f", fit.Median(errs[ci]))
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprint(tw, "log-likelihood\t")
@@ -109,21 +109,8 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 				ll = append(ll, *r.LogLik)
 			}
 		}
-		fmt.Fprintf(tw, "\t%.2f", median(ll))
+		fmt.Fprintf(tw, "\t%.2f", fit.Median(ll))
 	}
 	fmt.Fprintln(tw, "\t")
 	return tw.Flush()
-}
-
-// median returns the median of v (NaN if empty).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
 }

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
@@ -169,7 +168,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	} else {
 		t0 := time.Now()
 		thetas := drawSets(spec, cfg)
-		if set, err = simulateSets(m, b, cfg, thetas, observe); err != nil {
+		if set, err = simulateSets(m, b, cfg, thetas); err != nil {
 			return err
 		}
 		if err := writeTruth(filepath.Join(*out, "truth.csv"), spec, thetas); err != nil {
@@ -288,17 +287,9 @@ func drawSets(spec models.Spec, cfg evalConfig) [][]float64 {
 }
 
 // simulateSets solves the agent for every set at once and simulates its trials.
-func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64, observe control.Observe) (*data.Set, error) {
+func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64) (*data.Set, error) {
 	spec := m.Spec()
-	sv, err := control.NewSolver(m, cfg.Steps, b, control.SolverOptions{Planner: spec.Planner})
-	if err != nil {
-		return nil, err
-	}
-	pol, err := sv.Solve(thetas, nil)
-	if err != nil {
-		return nil, err
-	}
-	xs, err := control.Simulate(m, pol, thetas, b, control.SimOptions{Observe: observe, Trials: cfg.Trials, Seed: cfg.Seed, Temperature: spec.Temperature})
+	xs, err := simulateAt(m, b, cfg, thetas, cfg.Trials, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}

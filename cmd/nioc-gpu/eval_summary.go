@@ -140,11 +140,11 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 				cells[mi][pi] = nil
 				continue
 			}
-			ms.PerParam[p.Name] = round4(median(perParam[p.Name]))
+			ms.PerParam[p.Name] = round4(fit.Median(perParam[p.Name]))
 		}
-		ms.Median = round4(median(all))
-		ms.FitSeconds = round4(median(secs))
-		ms.RestartsBest = median(best)
+		ms.Median = round4(fit.Median(all))
+		ms.FitSeconds = round4(fit.Median(secs))
+		ms.RestartsBest = fit.Median(best)
 		groups = append(groups, plots.ErrorGroup{Task: spec.Name, Method: method, Errors: all})
 	}
 	w.Flush()
@@ -215,8 +215,9 @@ func paramsOf(spec models.Spec, r fit.Record) []float64 {
 	return out
 }
 
-// simulateAt simulates trials of the task's agent at each parameter vector.
-func simulateAt(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64, trials int) ([][][][]float64, error) {
+// simulateAt solves the task's agent for every parameter vector at once and simulates trials
+// of each, with the evaluation's observability and the task's policy noise.
+func simulateAt(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64, trials int, seed uint64) ([][][][]float64, error) {
 	spec := m.Spec()
 	sv, err := control.NewSolver(m, cfg.Steps, b, control.SolverOptions{Planner: spec.Planner})
 	if err != nil {
@@ -226,7 +227,7 @@ func simulateAt(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]f
 	if err != nil {
 		return nil, err
 	}
-	return control.Simulate(m, pol, thetas, b, control.SimOptions{Observe: control.Observe(cfg.Observe), Trials: trials, Seed: cfg.Seed + 99, Temperature: spec.Temperature})
+	return control.Simulate(m, pol, thetas, b, control.SimOptions{Observe: control.Observe(cfg.Observe), Trials: trials, Seed: seed, Temperature: spec.Temperature})
 }
 
 // reachingFigure draws hand paths simulated at the truth and at each method's estimate of the
@@ -240,7 +241,7 @@ func reachingFigure(dir string, m models.Model, b backends.Backend, cfg evalConf
 			titles = append(titles, method)
 		}
 	}
-	xs, err := simulateAt(m, b, cfg, thetas, 20)
+	xs, err := simulateAt(m, b, cfg, thetas, 20, cfg.Seed+99)
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func lightDarkFigure(dir string, m models.Model, b backends.Backend, cfg evalCon
 			names = append(names, method)
 		}
 	}
-	xs, err := simulateAt(m, b, cfg, thetas, 50)
+	xs, err := simulateAt(m, b, cfg, thetas, 50, cfg.Seed+99)
 	if err != nil {
 		return err
 	}
