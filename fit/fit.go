@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -514,35 +515,57 @@ func summarize(reasons []string) string {
 	return strings.Join(parts, "; ")
 }
 
-// evalBatch evaluates requests in chunks of a fixed number of rows, so that only a few
-// graph shapes are ever compiled: the chunk size is the largest that fits MaxBatch, halved
-// while the requests fit in half of it.
+// evalBatch evaluates requests in chunks of a few fixed sizes, so that only a few graph
+// shapes are ever compiled, and runs the chunks concurrently, one per core: the largest chunk
+// is what fits MaxBatch; smaller ones halve it, and the requests are split into at least as
+// many chunks as there are cores when there are enough of them.
 func (f *Fitter) evalBatch(rows [][][][]float64, trials int, reqs []*request) ([]float64, [][]float64, error) {
+	workers := max(1, runtime.GOMAXPROCS(0))
 	chunk := max(1, f.opts.MaxBatch/trials)
-	for chunk > 1 && len(reqs) <= chunk/2 {
+	want := (len(reqs) + workers - 1) / workers
+	for chunk > 1 && want <= chunk/2 {
 		chunk = (chunk + 1) / 2
 	}
-	ll := make([]float64, 0, len(reqs))
-	grad := make([][]float64, 0, len(reqs))
-	for startIdx := 0; startIdx < len(reqs); startIdx += chunk {
-		part := reqs[startIdx:min(startIdx+chunk, len(reqs))]
-		dataRows := make([][][][]float64, chunk)
-		thetas := make([][]float64, chunk)
-		for i := range chunk {
-			r := part[min(i, len(part)-1)] // pad with copies of the last request
-			dataRows[i] = rows[r.row]
-			thetas[i] = r.theta
-		}
-		d, err := f.e.Prepare(dataRows, trials)
+	n := (len(reqs) + chunk - 1) / chunk
+	ll := make([]float64, len(reqs))
+	grad := make([][]float64, len(reqs))
+	errs := make([]error, n)
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for c := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := c * chunk
+			part := reqs[start:min(start+chunk, len(reqs))]
+			dataRows := make([][][][]float64, chunk)
+			thetas := make([][]float64, chunk)
+			for i := range chunk {
+				r := part[min(i, len(part)-1)] // pad with copies of the last request
+				dataRows[i] = rows[r.row]
+				thetas[i] = r.theta
+			}
+			d, err := f.e.Prepare(dataRows, trials)
+			if err != nil {
+				errs[c] = err
+				return
+			}
+			l, g, err := f.e.Eval(d, thetas)
+			if err != nil {
+				errs[c] = err
+				return
+			}
+			copy(ll[start:], l[:len(part)])
+			copy(grad[start:], g[:len(part)])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
-		l, g, err := f.e.Eval(d, thetas)
-		if err != nil {
-			return nil, nil, err
-		}
-		ll = append(ll, l[:len(part)]...)
-		grad = append(grad, g[:len(part)]...)
 	}
 	return ll, grad, nil
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -77,4 +78,42 @@ func TestSliceGradientOnSimpleGo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5.0*5+6*6+9*9+10*10, res[0].Data[0])
 	assert.Equal(t, []float64{0, 0, 0, 0, 0, 10, 12, 0, 0, 18, 20, 0}, res[1].Data)
+}
+
+// TestProgramConcurrentRuns runs one compiled graph from many goroutines at once.
+func TestProgramConcurrentRuns(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	prog := NewProgram(b, "concurrent", func(g *G.Graph, in []*G.Node) []*G.Node {
+		x := in[0]
+		y := G.Mul(G.Sin(x), G.Exp(x))
+		return []*G.Node{y, G.Gradient(G.ReduceAllSum(y), x)[0]}
+	})
+	const workers = 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			data := make([]float64, 1000)
+			for i := range data {
+				data[i] = float64(w) + float64(i)/1000
+			}
+			for range 20 {
+				out, err := prog.Run(tensors.FromFlatDataAndDimensions(slices.Clone(data), 1000))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, x := range data {
+					if out[0].Data[i] != math.Sin(x)*math.Exp(x) {
+						errs <- fmt.Errorf("worker %d: wrong value at %d", w, i)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		require.NoError(t, <-errs)
+	}
 }

@@ -18,7 +18,8 @@ import (
 type BuildFunc func(g *G.Graph, inputs []*G.Node) []*G.Node
 
 // Program is a computation compiled once per combination of input shapes and then run many
-// times. It is safe for concurrent use; runs of one compiled graph are serialized.
+// times. It is safe for concurrent use, and runs of one compiled graph may overlap (on the Go
+// backend each run uses its own buffers, so concurrent runs use several cores).
 type Program struct {
 	backend backends.Backend
 	name    string
@@ -38,8 +39,7 @@ type ProgramStats struct {
 }
 
 type compiledGraph struct {
-	mu sync.Mutex
-	g  *G.Graph
+	g *G.Graph
 }
 
 // NewProgram returns a Program named name that builds its graph with build on backend b.
@@ -109,8 +109,6 @@ func (p *Program) Run(inputs ...*tensors.Tensor) (out []Tensor, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cg.mu.Lock()
-	defer cg.mu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("running graph %s: %v", p.name, r)
