@@ -5,6 +5,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -140,7 +141,7 @@ func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) err
 				p.Add(l)
 			}
 		}
-		names = append(names, g.Task+"\n"+g.Method)
+		names = append(names, strings.ReplaceAll(g.Task, "/", "\n")+"\n"+g.Method)
 	}
 	if math.IsInf(minV, 1) {
 		return fmt.Errorf("error summary %s: no errors to draw", path)
@@ -148,7 +149,7 @@ func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) err
 	p.Y.Min, p.Y.Max = minV/2, maxV*2
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
 	p.NominalX(names...)
-	w := vg.Length(math.Max(4, 1.1*float64(len(groups)))) * vg.Inch
+	w := vg.Length(math.Max(4, 1.7*float64(len(groups)))) * vg.Inch
 	return saveGrid(path, [][]*plot.Plot{{p}}, w, 4*vg.Inch)
 }
 
