@@ -56,6 +56,15 @@ func (tf *taskFlags) backendOrErr() (backends.Backend, error) {
 	return graph.NewBackend(name)
 }
 
+// evaluator returns the likelihood evaluator of m with opts on the flags' backend.
+func (tf *taskFlags) evaluator(m models.Model, opts likelihood.Options) (*likelihood.Evaluator, error) {
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return nil, err
+	}
+	return likelihood.New(m, b, opts)
+}
+
 func (tf *taskFlags) observeMode() (control.Observe, error) {
 	switch control.Observe(tf.observe) {
 	case control.ObservePartial, control.ObserveFull:

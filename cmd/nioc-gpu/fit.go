@@ -102,11 +102,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := tf.backendOrErr()
-	if err != nil {
-		return err
-	}
-	e, err := likelihood.New(m, b, opts)
+	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/plots"
 )
@@ -132,11 +131,7 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	} else if len(set.Subjects) > 1 {
 		return usagef("%s has %d subjects: choose one with --subject", *dataPath, len(set.Subjects))
 	}
-	b, err := tf.backendOrErr()
-	if err != nil {
-		return err
-	}
-	e, err := likelihood.New(m, b, opts)
+	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/nioc-gpu/nioc-gpu/likelihood"
 )
 
 func init() {
@@ -41,11 +40,7 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := tf.backendOrErr()
-	if err != nil {
-		return err
-	}
-	e, err := likelihood.New(m, b, opts)
+	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
 	}
