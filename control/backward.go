@@ -16,9 +16,6 @@ type Gains struct {
 	H []graph.Mat // k×k, symmetric positive definite
 }
 
-// NewGains returns gains from their parts.
-func NewGains(L []graph.Mat, l []graph.Vec, H []graph.Mat) Gains { return Gains{L: L, l: l, H: H} }
-
 // Gain returns L_t.
 func (g Gains) Gain(t int) graph.Mat { return g.L[t] }
 
@@ -27,9 +24,6 @@ func (g Gains) Offset(t int) graph.Vec { return g.l[t] }
 
 // Hessian returns H_t.
 func (g Gains) Hessian(t int) graph.Mat { return g.H[t] }
-
-// Steps returns the number of time steps.
-func (g Gains) Steps() int { return len(g.L) }
 
 // noiseSum returns Σ_j X_jᵀ·S·Y_j.
 func noiseSum(X []graph.Mat, S graph.Mat, Y []graph.Mat) graph.Mat {

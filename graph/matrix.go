@@ -31,15 +31,6 @@ func Eye(n int) Mat {
 	return A
 }
 
-// Diag returns the diagonal matrix with diagonal d.
-func Diag(d Vec) Mat {
-	A := NewMat(len(d), len(d))
-	for i := range d {
-		A[i][i] = d[i]
-	}
-	return A
-}
-
 // ConstMat returns the constant matrix with the given rows.
 func ConstMat(rows [][]float64) Mat {
 	A := NewMat(len(rows), len(rows[0]))
@@ -293,17 +284,6 @@ func VecScale(s S, a Vec) Vec {
 	out := make(Vec, len(a))
 	for i := range a {
 		out[i] = Mul(s, a[i])
-	}
-	return out
-}
-
-// Outer returns a·bᵀ.
-func Outer(a, b Vec) Mat {
-	out := NewMat(len(a), len(b))
-	for i := range a {
-		for j := range b {
-			out[i][j] = Mul(a[i], b[j])
-		}
 	}
 	return out
 }

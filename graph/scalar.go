@@ -68,9 +68,6 @@ func (s S) Node(g *G.Graph) *G.Node {
 	return G.Scalar(g, dtypes.Float64, s.c)
 }
 
-// Raw returns the node of s, or nil for a constant.
-func (s S) Raw() *G.Node { return s.n }
-
 // Graph returns the graph of the first node among xs, or nil if all are constants.
 func Graph(xs ...S) *G.Graph {
 	for _, x := range xs {

@@ -39,21 +39,6 @@ func Stack(g *G.Graph, xs []S, lead []int, batch []int) *G.Node {
 	return G.Reshape(stacked, append(append([]int{}, lead...), batch...)...)
 }
 
-// BatchDims returns the dimensions of the implicit broadcast of the scalars that are nodes,
-// or nil if all are constants.
-func BatchDims(xs ...S) []int {
-	var nodes []*G.Node
-	for _, x := range xs {
-		if x.n != nil {
-			nodes = append(nodes, x.n)
-		}
-	}
-	if len(nodes) == 0 {
-		return nil
-	}
-	return broadcastDims(nodes...)
-}
-
 // Series groups flat scalars [T][d] into T vectors of length d.
 func Series(flat []S, T, d int) []Vec {
 	if len(flat) != T*d {

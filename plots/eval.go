@@ -179,33 +179,18 @@ func Paths(path string, titles []string, panels [][]Path, marks [][]Mark, xlabel
 		p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
 		labelled := map[string]bool{}
 		for _, pa := range ps {
-			var xy plotter.XYs
-			for k := range pa.X {
-				xy = append(xy, plotter.XY{X: pa.X[k], Y: pa.Y[k]})
-			}
-			l, err := plotter.NewLine(xy)
+			l, err := addPath(p, pa, vg.Points(0.6))
 			if err != nil {
 				return err
 			}
-			l.Color = pa.Color
-			l.Width = vg.Points(0.6)
-			p.Add(l)
 			if pa.Label != "" && !labelled[pa.Label] {
 				p.Legend.Add(pa.Label, l)
 				labelled[pa.Label] = true
 			}
 		}
 		if i < len(marks) {
-			for _, m := range marks[i] {
-				s, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
-				if err != nil {
-					return err
-				}
-				s.GlyphStyle.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = m.Color, m.Shape, vg.Points(4)
-				p.Add(s)
-				if m.Label != "" {
-					p.Legend.Add(m.Label, s)
-				}
+			if err := addMarks(p, marks[i], true); err != nil {
+				return err
 			}
 		}
 		pad := 0.05 * math.Max(hi[0]-lo[0], hi[1]-lo[1])
@@ -219,6 +204,21 @@ func Paths(path string, titles []string, panels [][]Path, marks [][]Mark, xlabel
 		row[i] = p
 	}
 	return saveGrid(path, [][]*plot.Plot{row}, 3.2*vg.Inch, 3.2*vg.Inch)
+}
+
+// addPath draws a path on p as a line of the given width.
+func addPath(p *plot.Plot, pa Path, width vg.Length) (*plotter.Line, error) {
+	xy := make(plotter.XYs, len(pa.X))
+	for k := range pa.X {
+		xy[k] = plotter.XY{X: pa.X[k], Y: pa.Y[k]}
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width = pa.Color, width
+	p.Add(l)
+	return l, nil
 }
 
 // MapPanel is a map (cost or uncertainty over the plane) with paths on it.
@@ -249,28 +249,16 @@ func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 			if lo == hi {
 				hi = lo + 1
 			}
-			hm := plotter.NewHeatMap(gridXYZ{mp.Map}, colorMap(nil, lo, hi).Palette(255))
+			hm := plotter.NewHeatMap(gridXYZ{mp.Map}, colorMap(lo, hi).Palette(255))
 			hm.Min, hm.Max = lo, hi
 			p.Add(hm)
 			for _, pa := range mp.Paths {
-				var xy plotter.XYs
-				for k := range pa.X {
-					xy = append(xy, plotter.XY{X: pa.X[k], Y: pa.Y[k]})
-				}
-				l, err := plotter.NewLine(xy)
-				if err != nil {
+				if _, err := addPath(p, pa, vg.Points(1.5)); err != nil {
 					return err
 				}
-				l.Color, l.Width = pa.Color, vg.Points(1.5)
-				p.Add(l)
 			}
-			for _, m := range mp.Marks {
-				s, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
-				if err != nil {
-					return err
-				}
-				s.GlyphStyle.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = m.Color, m.Shape, vg.Points(4)
-				p.Add(s)
+			if err := addMarks(p, mp.Marks, false); err != nil {
+				return err
 			}
 			grid[i][j] = p
 		}

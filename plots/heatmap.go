@@ -85,25 +85,31 @@ func HeatMap(path string, g Grid, title, xlabel, ylabel string, percentile float
 	hm.Min, hm.Max = lo, hi
 	hm.NaN = color.Transparent
 	p.Add(hm)
-	for _, m := range marks {
-		s, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
-		if err != nil {
-			return err
-		}
-		s.GlyphStyle.Color = m.Color
-		s.GlyphStyle.Shape = m.Shape
-		s.GlyphStyle.Radius = vg.Points(4)
-		p.Add(s)
-		if m.Label != "" {
-			p.Legend.Add(m.Label, s)
-		}
+	if err := addMarks(p, marks, true); err != nil {
+		return err
 	}
 	p.Legend.Top = true
-	bar := &plotter.ColorBar{ColorMap: colorMap(pal, lo, hi)}
+	bar := &plotter.ColorBar{ColorMap: colorMap(lo, hi)}
 	cb := plot.New()
 	cb.Add(bar)
 	cb.HideY()
 	cb.X.Label.Text = fmt.Sprintf("log-likelihood (≥ %g%% quantile)", percentile)
 	cb.X.Padding = 0
 	return saveStacked(path, []*plot.Plot{p, cb}, []vg.Length{5 * vg.Inch, 0.9 * vg.Inch}, 5*vg.Inch)
+}
+
+// addMarks draws marks on p, with legend entries for the labelled ones if legend is set.
+func addMarks(p *plot.Plot, marks []Mark, legend bool) error {
+	for _, m := range marks {
+		s, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
+		if err != nil {
+			return err
+		}
+		s.GlyphStyle.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = m.Color, m.Shape, vg.Points(4)
+		p.Add(s)
+		if legend && m.Label != "" {
+			p.Legend.Add(m.Label, s)
+		}
+	}
+	return nil
 }

@@ -14,7 +14,8 @@ import (
 
 const dpi = 150
 
-func colorMap(_ palette.Palette, lo, hi float64) palette.ColorMap {
+// colorMap returns the figures' colour map spanning [lo, hi].
+func colorMap(lo, hi float64) palette.ColorMap {
 	cm := moreland.SmoothBlueRed()
 	cm.SetMin(lo)
 	cm.SetMax(hi)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"flag"
 	"fmt"
 	"math"
@@ -230,6 +231,20 @@ func trialsOf(s data.Subject) [][][]float64 {
 		out[i] = tr.States
 	}
 	return out
+}
+
+// writeCSV writes rows to a new CSV file at path.
+func writeCSV(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(rows); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // jsonFloat renders a float for JSON output, with non-finite values as strings.

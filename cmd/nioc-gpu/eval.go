@@ -305,25 +305,15 @@ func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][
 }
 
 func writeTruth(path string, spec models.Spec, thetas [][]float64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write(append([]string{"set"}, spec.ParamNames()...))
+	rows := [][]string{append([]string{"set"}, spec.ParamNames()...)}
 	for s, th := range thetas {
 		row := []string{setID(s)}
 		for _, v := range th {
-			row = append(row, strconv.FormatFloat(v, 'g', -1, 64))
+			row = append(row, fmtFloat(v))
 		}
-		_ = w.Write(row)
+		rows = append(rows, row)
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeCSV(path, rows)
 }
 
 func readTruth(path string, spec models.Spec) (map[string][]float64, []string, error) {

@@ -84,12 +84,7 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 			"(and for a true value of 0); parameters a method does not fit (not identifiable by it) are excluded from its errors"}
 
 	// estimates.csv
-	f, err := os.Create(filepath.Join(dir, "estimates.csv"))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"set", "method", "parameter", "true", "estimate", "abs_rel_error"})
+	estimates := [][]string{{"set", "method", "parameter", "true", "estimate", "abs_rel_error"}}
 	var methods []string
 	for _, mm := range cfg.Methods {
 		if results[mm] != nil {
@@ -131,7 +126,7 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 				perParam[p.Name] = append(perParam[p.Name], e)
 				cells[mi][pi].True = append(cells[mi][pi].True, tv)
 				cells[mi][pi].Est = append(cells[mi][pi].Est, ev)
-				_ = w.Write([]string{id, method, p.Name, fmtFloat(tv), fmtFloat(ev), fmtFloat(e)})
+				estimates = append(estimates, []string{id, method, p.Name, fmtFloat(tv), fmtFloat(ev), fmtFloat(e)})
 			}
 		}
 		for pi, p := range spec.Params {
@@ -147,12 +142,7 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 		ms.RestartsBest = fit.Median(best)
 		groups = append(groups, plots.ErrorGroup{Task: spec.Name, Method: method, Errors: all})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeCSV(filepath.Join(dir, "estimates.csv"), estimates); err != nil {
 		return err
 	}
 	raw, _ = json.MarshalIndent(sum, "", "  ")

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -198,12 +196,7 @@ func parseTruth(truth string, axes []gridAxis) ([]float64, error) {
 }
 
 func writeGrid(path, png string, spec models.Spec, axes []gridAxis, ll []float64, truth []float64, stderr io.Writer) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{axes[0].param.Name, axes[1].param.Name, "loglik"})
+	rows := [][]string{{axes[0].param.Name, axes[1].param.Name, "loglik"}}
 	nx := len(axes[0].values)
 	best := 0
 	g := plots.Grid{Values: make([][]float64, len(axes[1].values))}
@@ -220,15 +213,10 @@ func writeGrid(path, png string, spec models.Spec, axes []gridAxis, ll []float64
 			if v > ll[best] || math.IsInf(ll[best], -1) {
 				best = i*nx + j
 			}
-			_ = w.Write([]string{fmtFloat(x), fmtFloat(y), fmtFloat(v)})
+			rows = append(rows, []string{fmtFloat(x), fmtFloat(y), fmtFloat(v)})
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeCSV(path, rows); err != nil {
 		return err
 	}
 	bx, by := axes[0].values[best%nx], axes[1].values[best/nx]
