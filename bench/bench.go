@@ -48,6 +48,7 @@ type EvalTiming struct {
 	Task          string
 	Rows, Trials  int           // parameter vectors and trials per evaluation
 	Build         time.Duration // building and compiling the graph (once per shape)
+	Compile       time.Duration // of which the backend's compilation
 	Nodes         int
 	PerEval       time.Duration // one batched evaluation
 	EvalsPerSec   float64       // parameter vectors per second
@@ -91,7 +92,7 @@ func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, re
 	}
 	per := time.Since(t1) / time.Duration(repeats)
 	st := e.Program().Stats()
-	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Nodes: st.Nodes,
+	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
 		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
 }
@@ -101,6 +102,7 @@ type FitTiming struct {
 	Task                 string
 	Subjects, Restarts   int
 	Wall                 time.Duration
+	Compile              time.Duration // of the wall time, building and compiling graphs
 	PerSubject           time.Duration
 	Evaluations, Batches int
 	MedianRelErr         float64
@@ -139,7 +141,8 @@ func TimeFit(m models.Model, b backends.Backend, subjects [][][][]float64, resta
 	if err != nil {
 		return FitTiming{}, err
 	}
-	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall,
+	st := e.Program().Stats()
+	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall, Compile: st.BuildTime + st.CompileTime,
 		PerSubject: wall / time.Duration(len(subjects)), Evaluations: evals, Batches: f.Batches(),
 		MedianRelErr: fit.Median(errs)}, nil
 }

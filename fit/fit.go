@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -245,8 +246,10 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 	for i, s := range subjects {
 		rows[i] = s.Trials
 	}
+	// Most requests in flight at once: every restart of every subject, or a Hessian's 2p.
+	most := max(f.opts.Restarts, 2*len(f.infer)) * len(subjects)
 	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
-		ll, grad, err := f.evalBatch(rows, trials, reqs)
+		ll, grad, err := f.evalBatch(rows, trials, most, reqs)
 		mu.Lock()
 		evals += len(reqs)
 		if err != nil && evalErr == nil {
@@ -518,13 +521,19 @@ func summarize(reasons []string) string {
 // evalBatch evaluates requests in chunks of a few fixed sizes, so that only a few graph
 // shapes are ever compiled, and runs the chunks concurrently, one per core: the largest chunk
 // is what fits MaxBatch; smaller ones halve it, and the requests are split into at least as
-// many chunks as there are cores when there are enough of them.
-func (f *Fitter) evalBatch(rows [][][][]float64, trials int, reqs []*request) ([]float64, [][]float64, error) {
+// many chunks as there are cores when there are enough of them. On a backend whose compiles
+// are slow (XLA) every chunk has one size, the largest needed (at most most requests), and
+// is padded: one graph is compiled per fit.
+func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*request) ([]float64, [][]float64, error) {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	chunk := max(1, f.opts.MaxBatch/trials)
-	want := (len(reqs) + workers - 1) / workers
-	for chunk > 1 && want <= chunk/2 {
-		chunk = (chunk + 1) / 2
+	if !graph.CompilesSlowly(f.e.Program().Backend()) {
+		want := (len(reqs) + workers - 1) / workers
+		for chunk > 1 && want <= chunk/2 {
+			chunk = (chunk + 1) / 2
+		}
+	} else {
+		chunk = min(chunk, most)
 	}
 	n := (len(reqs) + chunk - 1) / chunk
 	ll := make([]float64, len(reqs))

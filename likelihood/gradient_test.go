@@ -59,7 +59,7 @@ func replicate(pol *control.Policy, P int) *control.Policy {
 
 // TestGradientsMatchFiniteDifferences compares the exact gradient from the graph with
 // fourth-order central differences of the log-likelihood for every task, both observabilities, both methods and
-// both linearizations. With LinearizeILQG the nominal trajectory is held at its value at θ,
+// all linearizations. With LinearizeILQG the nominal trajectory is held at its value at θ,
 // which is what the gradient (through the last iteration, App. H.1) differentiates.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
@@ -68,6 +68,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	configs := []Options{
 		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData},
 		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData},
+		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeMean},
 		{Method: MCEBaseline, Linearize: LinearizeData},
 		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeILQG},
 		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeILQG},
@@ -131,4 +132,33 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestMeanLinearizationOfOneTrial checks LinearizeMean against LinearizeData where they must
+// agree: the mean of a single trial is that trial. With several trials they differ, and the
+// mean linearization gives every trial of a row the same control law.
+func TestMeanLinearizationOfOneTrial(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("reaching")
+	require.NoError(t, err)
+	natural, theta := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 3, 12, 5)
+	eval := func(lin Linearization, rows [][][][]float64) []float64 {
+		e, err := New(m, b, Options{Linearize: lin})
+		require.NoError(t, err)
+		d, err := e.Prepare(rows, 0)
+		require.NoError(t, err)
+		ll, _, err := e.Eval(d, [][]float64{theta, theta, theta})
+		require.NoError(t, err)
+		return ll
+	}
+	one := [][][][]float64{trials[:1], trials[1:2], trials[2:3]}
+	data, mean := eval(LinearizeData, one), eval(LinearizeMean, one)
+	for r := range data {
+		assert.InEpsilon(t, data[r], mean[r], 1e-12, "row %d", r)
+	}
+	all := [][][][]float64{trials, trials, trials}
+	data, mean = eval(LinearizeData, all), eval(LinearizeMean, all)
+	assert.Greater(t, math.Abs(data[0]-mean[0]), 1e-6*math.Abs(data[0]))
 }

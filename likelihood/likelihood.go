@@ -48,6 +48,13 @@ const (
 	// LinearizeILQG linearizes around the iLQG solution for the current θ (App. H); needed
 	// when the policy depends on the belief covariance (light-dark).
 	LinearizeILQG Linearization = "ilqg"
+	// LinearizeMean linearizes around the mean of a row's observed trajectories (all of the
+	// same length, from about the same initial state), with controls estimated from it: one
+	// backward pass per row instead of per trial. The agent plans around its noise-free
+	// nominal trajectory, which the mean approximates; a single noisy trial is a poor stand-in
+	// when the motor noise is large (reaching with σ_m ≳ 0.3), where LinearizeData biases the
+	// control cost and motor noise upward.
+	LinearizeMean Linearization = "mean"
 )
 
 // DefaultJitter is added to covariances before they are factorized, as in the reference.
@@ -113,8 +120,8 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("unknown method %q: use ours or baseline", o.Method)
 	case o.Planner != models.PlannerFull && o.Planner != models.PlannerPartial:
 		return o, fmt.Errorf("unknown planner %q: use full or partial", o.Planner)
-	case o.Linearize != LinearizeData && o.Linearize != LinearizeILQG:
-		return o, fmt.Errorf("unknown linearization %q: use data or ilqg", o.Linearize)
+	case o.Linearize != LinearizeData && o.Linearize != LinearizeILQG && o.Linearize != LinearizeMean:
+		return o, fmt.Errorf("unknown linearization %q: use data, mean or ilqg", o.Linearize)
 	case o.Temperature < 0 || math.IsNaN(o.Temperature):
 		return o, fmt.Errorf("temperature must be >= 0, got %g", o.Temperature)
 	case o.Method == MCEBaseline && o.Temperature == 0:
@@ -349,6 +356,16 @@ func (e *Evaluator) solverFor(T int) (*control.Solver, error) {
 	return sv, nil
 }
 
+// meanTrajectory returns the mean over each row's real trials of states [T+1, n, P, N] with
+// mask [P, N], as [T+1, n, P, 1].
+func meanTrajectory(states, mask *G.Node) *G.Node {
+	d := states.Shape().Dimensions
+	m := G.Reshape(mask, 1, 1, d[2], d[3])
+	sum := G.ReduceSum(G.Mul(states, m), 3)
+	mean := G.Div(sum, G.Reshape(G.ReduceSum(mask, 1), 1, 1, d[2]))
+	return G.Reshape(mean, d[0], d[1], d[2], 1)
+}
+
 func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
 	s, o := e.sym, e.opts
 	spec := s.Spec
@@ -376,9 +393,13 @@ func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
 	}
 	agent := &Agent{Temperature: o.Temperature, FirstOrderNoise: o.FirstOrderNoise}
 	var tr *control.Trajectory
-	if o.Linearize == LinearizeData {
+	switch o.Linearize {
+	case LinearizeData:
 		agent.Xbar, agent.Ubar = X, Uhat
-	} else {
+	case LinearizeMean:
+		agent.Xbar = graph.Series(graph.Unstack(meanTrajectory(in[1], in[2]), 2), T+1, n)
+		agent.Ubar = EstimateControls(s, theta, agent.Xbar, o.GaussNewtonIters)
+	default:
 		agent.Xbar = graph.Series(graph.Unstack(in[3], 2), T+1, n)
 		agent.Ubar = graph.Series(graph.Unstack(in[4], 2), T, k)
 	}
@@ -390,7 +411,7 @@ func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
 		if partialAgent {
 			agent.K = control.KalmanGains(tr, Sigma0)
 		}
-	case o.Linearize == LinearizeData:
+	case o.Linearize != LinearizeILQG:
 		agent.K = control.KalmanGains(tr, Sigma0)
 		agent.Gains = control.BackwardPassPartial(tr, agent.K, o.Solver.Eps)
 	default: // partially observable iLQG around its own solution

@@ -3,6 +3,10 @@
 // next to the paper's timings.
 //
 //	go run ./bench/table [-backend go|xla] [-tasks reaching,pendulum] [-fits=false] [-restarts 50]
+//	                     [-xla auto|on|off] [-xla-tasks lightdark] [-xla-restarts 2]
+//
+// With an XLA CPU plugin installed (make xla-cpu) it also runs the same evaluations and fits on
+// the Go and XLA backends side by side, with compile time reported separately.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/bench"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -24,7 +29,11 @@ func main() {
 	fits := flag.Bool("fits", true, "also time whole fits (50 trials, -restarts restarts), the slow part")
 	restarts := flag.Int("restarts", 50, "restarts per fit")
 	subjects := flag.Int("subjects", 10, "subjects for the batching comparison")
+	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when a CPU plugin is installed), on or off")
+	xlaTasks := flag.String("xla-tasks", "lightdark", "tasks of the go-vs-xla comparison (XLA compiles each graph shape for minutes)")
+	xlaRestarts := flag.Int("xla-restarts", 2, "restarts per fit in the go-vs-xla comparison")
 	flag.Parse()
+	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
 	if err != nil {
 		fail(err)
@@ -82,6 +91,57 @@ func main() {
 			fmt.Printf("| %s | %d | %.1f s | %.1f s | %.0f | %s | %d | %d | %.3f |\n", name, s, ft.Wall.Seconds(), ft.PerSubject.Seconds(),
 				3600/ft.PerSubject.Seconds(), paper, ft.Evaluations, ft.Batches, ft.MedianRelErr)
 		}
+	}
+}
+
+// compareXLA times evaluations and fits of the tasks on the Go and the XLA CPU backend.
+func compareXLA(mode, tasks string, restarts int) {
+	if mode == "off" {
+		return
+	}
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		if mode == "on" {
+			fail(err)
+		}
+		fmt.Printf("\n(go-vs-xla comparison skipped: %v)\n", err)
+		return
+	}
+	bg, err := graph.NewBackend(graph.BackendGo)
+	if err != nil {
+		fail(err)
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println()
+	fmt.Printf("## Go vs XLA (CPU plugin, XLA_FLAGS=%q): one parameter vector × 50 trials; fits of 50 trials with %d restarts\n\n", os.Getenv("XLA_FLAGS"), restarts)
+	fmt.Println("| task | backend | graph nodes | build+compile | per evaluation | fit wall | of which build+compile | fit without it | estimate error |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, name := range strings.Split(tasks, ",") {
+		m, err := models.Get(name)
+		if err != nil {
+			fail(err)
+		}
+		ds, err := bench.Dataset(m, bg, 1, 50, 1)
+		if err != nil {
+			fail(err)
+		}
+		var per, fitNet [2]float64
+		for i, b := range []backends.Backend{bg, bx} {
+			et, err := bench.TimeEval(m, b, ds[0], 1, 5)
+			if err != nil {
+				fail(err)
+			}
+			ft, err := bench.TimeFit(m, b, ds, restarts, 200)
+			if err != nil {
+				fail(err)
+			}
+			per[i], fitNet[i] = et.PerEval.Seconds(), (ft.Wall - ft.Compile).Seconds()
+			fmt.Printf("| %s | %s | %d | %.1f s | %.4f s | %.1f s | %.1f s | %.1f s | %.3f |\n", name, b.Name(), et.Nodes,
+				et.Build.Seconds(), et.PerEval.Seconds(), ft.Wall.Seconds(), ft.Compile.Seconds(), fitNet[i], ft.MedianRelErr)
+		}
+		fmt.Printf("| %s | go / xla | | | %.2f× | | | %.2f× | |\n", name, per[0]/per[1], fitNet[0]/fitNet[1])
 	}
 }
 

@@ -32,7 +32,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
-		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around the data (data) or around the iLQG solution for each θ (ilqg)")
+		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
 		fs.Float64Var(&tf.temperature, "temperature", -1, "maximum-causal-entropy policy-noise temperature; default: the task's (paper Table 1)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
@@ -101,10 +101,10 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		return o, usagef("unknown --method %q: use ours or baseline", tf.method)
 	}
 	switch likelihood.Linearization(tf.linearize) {
-	case likelihood.LinearizeData, likelihood.LinearizeILQG:
+	case likelihood.LinearizeData, likelihood.LinearizeMean, likelihood.LinearizeILQG:
 		o.Linearize = likelihood.Linearization(tf.linearize)
 	default:
-		return o, usagef("unknown --linearize %q: use data or ilqg", tf.linearize)
+		return o, usagef("unknown --linearize %q: use data, mean or ilqg", tf.linearize)
 	}
 	switch {
 	case math.IsNaN(tf.temperature) || math.IsInf(tf.temperature, 0):

@@ -68,7 +68,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the parameter draws, the simulations and the restarts")
 	methods := fs.String("methods", "ours,baseline", "methods to compare: ours, baseline")
 	truth := fs.String("truth", "", "fix true values instead of drawing them, name=value,... (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
-	linearize := fs.String("linearize", "data", "linearization of our method: data or ilqg")
+	linearize := fs.String("linearize", "data", "linearization of our method: data, mean or ilqg")
 	shard := fs.String("shard", "", "fit only shard k/N of the sets (run `nioc-gpu plot DIR` after all shards)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	out := fs.String("out", "", "output directory (created; an existing one is resumed)")
@@ -130,8 +130,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		fixed[name] = vals[i]
 	}
 	lin := *linearize
-	if lin != string(likelihood.LinearizeData) && lin != string(likelihood.LinearizeILQG) {
-		return usagef("unknown --linearize %q: use data or ilqg", lin)
+	if lin != string(likelihood.LinearizeData) && lin != string(likelihood.LinearizeMean) && lin != string(likelihood.LinearizeILQG) {
+		return usagef("unknown --linearize %q: use data, mean or ilqg", lin)
 	}
 	T := *steps
 	if T == 0 {

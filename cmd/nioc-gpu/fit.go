@@ -55,7 +55,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|ilqg] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")

@@ -11,7 +11,7 @@ func init() {
 }
 
 func runLoglik(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("loglik", "--task NAME --data FILE.csv [--params name=value,...] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|ilqg]", stderr)
+	fs := newFlags("loglik", "--task NAME --data FILE.csv [--params name=value,...] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg]", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV (header subject,trial,t,<states>)")
