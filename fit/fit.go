@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -304,6 +305,36 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 	return nil
 }
 
+// nonFiniteTrials returns the positions (from 1, at most ten, then "…") of the subject's
+// trials whose own log-likelihood is not finite at x, or "" if there are none or the
+// evaluation fails.
+func (f *Fitter) nonFiniteTrials(s Subject, x []float64) string {
+	rows := make([][][][]float64, len(s.Trials))
+	thetas := make([][]float64, len(s.Trials))
+	for i, tr := range s.Trials {
+		rows[i], thetas[i] = [][][]float64{tr}, f.full(x)
+	}
+	d, err := f.e.Prepare(rows, 1)
+	if err != nil {
+		return ""
+	}
+	ll, _, err := f.e.Eval(d, thetas)
+	if err != nil {
+		return ""
+	}
+	var bad []string
+	for i, v := range ll {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			if len(bad) == 10 {
+				bad = append(bad, "…")
+				break
+			}
+			bad = append(bad, strconv.Itoa(i+1))
+		}
+	}
+	return strings.Join(bad, ", ")
+}
+
 // Batches returns the number of batched evaluation rounds run so far.
 func (f *Fitter) Batches() int { return f.batches }
 
@@ -372,6 +403,13 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	res.Seconds = time.Since(start).Seconds()
 	if bestR < 0 {
 		res.Err = "every restart failed: " + summarize(reasons)
+		b.exit() // a direct evaluation: leave the batcher meanwhile
+		bad := f.nonFiniteTrials(s, f.InitialPoints(s.ID)[0])
+		b.enter()
+		if len(bad) > 0 {
+			res.Err += fmt.Sprintf("; at the first initial point the log-likelihood is not finite for trial(s) %s of %d (in file order, from 1)",
+				bad, len(s.Trials))
+		}
 		return res
 	}
 	bestRes := results[bestR]

@@ -187,8 +187,8 @@ func TestInferAndFix(t *testing.T) {
 	assert.Len(t, r.CI95, 1)
 }
 
-// TestFailingSubject: a subject whose likelihood is not finite anywhere is reported with the
-// reason while the others complete.
+// TestFailingSubject: a subject whose likelihood is not finite anywhere (one absurd trial) is
+// reported with the reason and the trial while the others complete.
 func TestFailingSubject(t *testing.T) {
 	good := simulate(t, "linear", control.ObservePartial, 5, 0, 1)
 	bad := make([][][]float64, len(good))
@@ -196,8 +196,8 @@ func TestFailingSubject(t *testing.T) {
 		bad[i] = make([][]float64, len(tr))
 		for t := range tr {
 			bad[i][t] = slices.Clone(tr[t])
-			if t > 0 {
-				bad[i][t][0] = 1e300 // absurd, non-finite likelihood
+			if i == 2 && t > 0 {
+				bad[i][t][0] = 1e300 // absurd: the third trial's likelihood is not finite
 			}
 		}
 	}
@@ -205,6 +205,7 @@ func TestFailingSubject(t *testing.T) {
 	res := fitAll(t, f, []Subject{{ID: "good", Trials: good}, {ID: "bad", Trials: bad}})
 	assert.Empty(t, res["good"].Err)
 	assert.Contains(t, res["bad"].Err, "every restart failed")
+	assert.Contains(t, res["bad"].Err, "not finite for trial(s) 3 of 5")
 }
 
 func TestCancel(t *testing.T) {
