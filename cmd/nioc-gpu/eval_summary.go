@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -359,18 +358,19 @@ func aggregateErrors(dirs []string) ([]plots.ErrorGroup, []string, error) {
 			v, _ := strconv.ParseFloat(r[5], 64)
 			by[r[1]] = append(by[r[1]], v)
 		}
-		keys := make([]string, 0, len(by))
-		for k := range by {
-			keys = append(keys, k)
-			if !slices.Contains(methods, k) {
-				methods = append(methods, k)
+		// Methods in the eval's order (ours first), so that colours match its other figures.
+		var keys []string
+		for _, k := range cfg.Methods {
+			if by[k] != nil {
+				keys = append(keys, k)
+				if !slices.Contains(methods, k) {
+					methods = append(methods, k)
+				}
 			}
 		}
-		sort.Strings(keys)
 		for _, k := range keys {
 			groups = append(groups, plots.ErrorGroup{Task: cfg.Task + "/" + cfg.Observe, Method: k, Errors: by[k]})
 		}
 	}
-	sort.Strings(methods)
 	return groups, methods, nil
 }
