@@ -37,7 +37,8 @@ type SimOptions struct {
 // (paper Sec. 2.4), starting from the task's initial belief; its control is the policy
 // applied to b_t. The trajectories start at the task's x0. Noises come from a PCG generator
 // seeded with Seed and the problem and trial numbers, so a trial's trajectory does not depend
-// on how many others are simulated with it.
+// on how many others are simulated with it. If some problems diverge, it returns every
+// trajectory and a *DivergedError naming them.
 func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend, opts SimOptions) ([][][][]float64, error) {
 	s, err := models.Derive(m)
 	if err != nil {
@@ -106,18 +107,39 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			}
 		}
 	}
+	var div *DivergedError
 	for p := range P {
+	trials:
 		for r := range M {
 			for t := range T + 1 {
 				for i := range n {
 					if x := res[p][r][t][i]; math.IsNaN(x) || math.IsInf(x, 0) {
-						return res, fmt.Errorf("simulation of problem %d trial %d diverged at t = %d (state %s is %g)", p, r, t, spec.States[i], x)
+						if div == nil {
+							div = &DivergedError{First: fmt.Sprintf("problem %d trial %d diverged at t = %d (state %s is %g)", p, r, t, spec.States[i], x)}
+						}
+						div.Problems = append(div.Problems, p)
+						break trials
 					}
 				}
 			}
 		}
 	}
+	if div != nil {
+		return res, div
+	}
 	return res, nil
+}
+
+// DivergedError reports problems whose simulated states became infinite or NaN (an agent
+// that loses control, e.g. a cart-pole with large motor noise and a small control cost).
+// Simulate returns it together with all trajectories; those of other problems are valid.
+type DivergedError struct {
+	Problems []int  // the problems (indices into theta) with a diverging trial, ascending
+	First    string // where the first one diverged
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("simulation diverged for %d problem(s); first: %s", len(e.Problems), e.First)
 }
 
 func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts SimOptions) []*G.Node {

@@ -81,3 +81,22 @@ func TestCLIEvalErrors(t *testing.T) {
 	}
 	cliRequireFail(t, cliRun(t, "plot", "--out", dir), 1, "not an eval directory")
 }
+
+// TestCLIEvalExcludesDivergingSets: with seed 1, the 22nd cart-pole set (large motor noise,
+// small control cost) has an agent whose simulated states blow up; the eval leaves that set
+// out, says so, fits the others, and resumes.
+func TestCLIEvalExcludesDivergingSets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cp")
+	args := []string{"eval", "--task", "cartpole", "--sets", "22", "--trials", "15", "--restarts", "1", "--max-iter", "1",
+		"--methods", "baseline", "--quiet", "--out", dir}
+	r := cliOK(t, args...)
+	assert.Contains(t, r.stderr, "excluded 1 set(s) whose simulated agent diverged: set022")
+	var sum evalSummary
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &sum))
+	assert.Equal(t, []string{"set022"}, sum.Excluded)
+	assert.Equal(t, 21, sum.Methods["baseline"].Fitted+sum.Methods["baseline"].Failed)
+	r = cliOK(t, args...)
+	assert.Contains(t, r.stderr, "resuming")
+}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
@@ -44,11 +45,14 @@ type evalConfig struct {
 	Restarts  int                `json:"restarts"`
 	Methods   []string           `json:"methods"`
 	Linearize string             `json:"linearize_ours"`
+	// Excluded are the sets whose simulated agent diverged (states became infinite): they
+	// have no data and are not fitted.
+	Excluded []string `json:"excluded_sets,omitempty"`
 }
 
 func (c evalConfig) sameData(o evalConfig) bool {
 	a, b := c, o
-	a.Restarts, b.Restarts, a.Methods, b.Methods = 0, 0, nil, nil
+	a.Restarts, b.Restarts, a.Methods, b.Methods, a.Excluded, b.Excluded = 0, 0, nil, nil, nil, nil
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
@@ -168,8 +172,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	} else {
 		t0 := time.Now()
 		thetas := drawSets(spec, cfg)
-		if set, err = simulateSets(m, b, cfg, thetas); err != nil {
+		if set, cfg.Excluded, err = simulateSets(m, b, cfg, thetas); err != nil {
 			return err
+		}
+		if len(cfg.Excluded) > 0 {
+			fmt.Fprintf(stderr, "excluded %d set(s) whose simulated agent diverged: %s\n", len(cfg.Excluded), strings.Join(cfg.Excluded, ", "))
 		}
 		if err := writeTruth(filepath.Join(*out, "truth.csv"), spec, thetas); err != nil {
 			return err
@@ -287,21 +294,31 @@ func drawSets(spec models.Spec, cfg evalConfig) [][]float64 {
 }
 
 // simulateSets solves the agent for every set at once and simulates its trials.
-func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64) (*data.Set, error) {
+// A set whose agent diverges in simulation (some trial's states become infinite) is left out
+// of the data and returned in excluded.
+func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64) (set *data.Set, excluded []string, err error) {
 	spec := m.Spec()
 	xs, err := simulateAt(m, b, cfg, thetas, cfg.Trials, cfg.Seed)
-	if err != nil {
-		return nil, err
+	var div *control.DivergedError
+	if errors.As(err, &div) {
+		err = nil
 	}
-	set := &data.Set{StateNames: spec.States, Steps: cfg.Steps}
+	if err != nil {
+		return nil, nil, err
+	}
+	set = &data.Set{StateNames: spec.States, Steps: cfg.Steps}
 	for s, trials := range xs {
+		if div != nil && slices.Contains(div.Problems, s) {
+			excluded = append(excluded, setID(s))
+			continue
+		}
 		subj := data.Subject{ID: setID(s)}
 		for r, tr := range trials {
 			subj.Trials = append(subj.Trials, data.Trial{ID: r, States: tr})
 		}
 		set.Subjects = append(set.Subjects, subj)
 	}
-	return set, nil
+	return set, excluded, nil
 }
 
 func writeTruth(path string, spec models.Spec, thetas [][]float64) error {

@@ -28,6 +28,7 @@ type evalSummary struct {
 	Trials   int                       `json:"trials"`
 	Restarts int                       `json:"restarts"`
 	Methods  map[string]*methodSummary `json:"methods"`
+	Excluded []string                  `json:"excluded_sets,omitempty"` // the simulated agent diverged: no data
 	Note     string                    `json:"note"`
 }
 
@@ -78,7 +79,7 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 		}
 	}
 	sum := evalSummary{Task: spec.Name, Observe: cfg.Observe, Sets: cfg.Sets, Trials: cfg.Trials, Restarts: cfg.Restarts,
-		Methods: map[string]*methodSummary{},
+		Methods: map[string]*methodSummary{}, Excluded: cfg.Excluded,
 		Note: "errors are |estimate − truth| / |truth| for positive parameters and |estimate − truth| for signed ones " +
 			"(and for a true value of 0); parameters a method does not fit (not identifiable by it) are excluded from its errors"}
 
@@ -172,6 +173,9 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 	}
 	// Table.
 	fmt.Fprintf(stdout, "%s, %s observability: %d sets × %d trials, %d restarts\n", spec.Name, cfg.Observe, cfg.Sets, cfg.Trials, cfg.Restarts)
+	if len(cfg.Excluded) > 0 {
+		fmt.Fprintf(stdout, "excluded (the simulated agent diverged): %s\n", strings.Join(cfg.Excluded, ", "))
+	}
 	fmt.Fprintf(stdout, "%-10s %8s %8s", "method", "sets", "median")
 	for _, p := range spec.Params {
 		fmt.Fprintf(stdout, " %14s", p.Name)
