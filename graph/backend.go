@@ -86,7 +86,7 @@ func pjrtPlugin() string {
 }
 
 // PluginSearchDirs are the directories searched for PJRT plugins named "cpu" or "cuda", in
-// order: $PJRT_PLUGIN_LIBRARY_PATH, then where `nioc-gpu backend install` puts them.
+// order: $PJRT_PLUGIN_LIBRARY_PATH, then where `make xla-cpu` and `make xla-cuda` put them.
 func PluginSearchDirs() []string {
 	var dirs []string
 	if p := os.Getenv("PJRT_PLUGIN_LIBRARY_PATH"); p != "" {

@@ -29,7 +29,7 @@ func main() {
 	fits := flag.Bool("fits", true, "also time whole fits (50 trials, -restarts restarts), the slow part")
 	restarts := flag.Int("restarts", 50, "restarts per fit")
 	subjects := flag.Int("subjects", 10, "subjects for the batching comparison")
-	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when a CPU plugin is installed), on or off")
+	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when the plugin of $NIOC_PJRT, default cpu, is installed), on or off")
 	xlaTasks := flag.String("xla-tasks", "lightdark", "tasks of the go-vs-xla comparison (XLA compiles each graph shape for minutes)")
 	xlaRestarts := flag.Int("xla-restarts", 2, "restarts per fit in the go-vs-xla comparison")
 	flag.Parse()
@@ -94,12 +94,17 @@ func main() {
 	}
 }
 
-// compareXLA times evaluations and fits of the tasks on the Go and the XLA CPU backend.
+// compareXLA times evaluations and fits of the tasks on the Go backend and on XLA with the
+// plugin of $NIOC_PJRT (cpu by default).
 func compareXLA(mode, tasks string, restarts int) {
 	if mode == "off" {
 		return
 	}
-	if _, err := graph.FindPlugin("cpu"); err != nil {
+	plugin := os.Getenv(graph.EnvPJRT)
+	if plugin == "" {
+		plugin = "cpu"
+	}
+	if _, err := graph.FindPlugin(plugin); err != nil {
 		if mode == "on" {
 			fail(err)
 		}
@@ -115,7 +120,7 @@ func compareXLA(mode, tasks string, restarts int) {
 		fail(err)
 	}
 	fmt.Println()
-	fmt.Printf("## Go vs XLA (CPU plugin, XLA_FLAGS=%q): one parameter vector × 50 trials; fits of 50 trials with %d restarts\n\n", os.Getenv("XLA_FLAGS"), restarts)
+	fmt.Printf("## Go vs XLA (plugin %s, XLA_FLAGS=%q): one parameter vector × 50 trials; fits of 50 trials with %d restarts\n\n", plugin, os.Getenv("XLA_FLAGS"), restarts)
 	fmt.Println("| task | backend | graph nodes | build+compile | per evaluation | fit wall | of which build+compile | fit without it | estimate error |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(tasks, ",") {
