@@ -59,7 +59,7 @@ func TrueVsEstimated(path, title string, cells [][]*Estimates) error {
 			}
 			if c.Log {
 				p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-				p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+				p.X.Tick.Marker, p.Y.Tick.Marker = sparseLogTicks{}, sparseLogTicks{}
 				lo, hi = lo/1.5, hi*1.5
 			} else {
 				pad := 0.05 * (hi - lo)
@@ -264,4 +264,26 @@ func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 		}
 	}
 	return saveGrid(path, grid, 2.8*vg.Inch, 2.6*vg.Inch)
+}
+
+// sparseLogTicks are plot.LogTicks with at most four labelled decades, so that the labels of an
+// axis spanning many decades do not run into each other.
+type sparseLogTicks struct{}
+
+func (sparseLogTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.LogTicks{Prec: -1}.Ticks(min, max)
+	var labelled []int
+	for i, t := range ts {
+		if t.Label != "" {
+			labelled = append(labelled, i)
+		}
+	}
+	if step := (len(labelled) + 3) / 4; step > 1 {
+		for k, i := range labelled {
+			if k%step != 0 {
+				ts[i].Label = ""
+			}
+		}
+	}
+	return ts
 }
