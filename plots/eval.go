@@ -5,6 +5,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"image/color"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -107,7 +108,7 @@ func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) err
 	p.Title.Text = title
 	p.Y.Label.Text = "absolute relative error"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = sparseLogTicks{}
 	var names []string
 	minV, maxV := math.Inf(1), math.Inf(-1)
 	for gi, g := range groups {
@@ -266,23 +267,44 @@ func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 	return saveGrid(path, grid, 2.8*vg.Inch, 2.6*vg.Inch)
 }
 
-// sparseLogTicks are plot.LogTicks with at most four labelled decades, so that the labels of an
-// axis spanning many decades do not run into each other.
+// sparseLogTicks mark a log axis: every power of ten in range labelled (at most four of them,
+// so that the labels of an axis spanning many decades do not run into each other) and the
+// multiples 2–9 as minor ticks, of which the 2s and 5s are labelled when fewer than two powers
+// of ten fall in the range. (plot.LogTicks misses the decades below 1 of ranges like [0.25, 2.5].)
 type sparseLogTicks struct{}
 
 func (sparseLogTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.LogTicks{Prec: -1}.Ticks(min, max)
-	var labelled []int
-	for i, t := range ts {
-		if t.Label != "" {
-			labelled = append(labelled, i)
+	if !(min > 0) || !(max > min) {
+		return nil
+	}
+	in := func(v float64) bool { return v >= min*(1-1e-9) && v <= max*(1+1e-9) }
+	label := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+	var ts []plot.Tick
+	var majors []int
+	for k := math.Floor(math.Log10(min)); k <= math.Ceil(math.Log10(max)); k++ {
+		p := math.Pow(10, k)
+		for m := 1.0; m <= 9; m++ {
+			if v := m * p; in(v) {
+				if m == 1 {
+					majors = append(majors, len(ts))
+				}
+				ts = append(ts, plot.Tick{Value: v})
+			}
 		}
 	}
-	if step := (len(labelled) + 3) / 4; step > 1 {
-		for k, i := range labelled {
-			if k%step != 0 {
-				ts[i].Label = ""
+	if len(majors) < 2 {
+		for i, t := range ts {
+			m := t.Value / math.Pow(10, math.Floor(math.Log10(t.Value)+1e-9))
+			if math.Abs(m-1) < 1e-6 || math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6 {
+				ts[i].Label = label(t.Value)
 			}
+		}
+		return ts
+	}
+	step := (len(majors) + 3) / 4
+	for k, i := range majors {
+		if k%step == 0 {
+			ts[i].Label = label(ts[i].Value)
 		}
 	}
 	return ts
