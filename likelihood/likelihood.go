@@ -15,6 +15,7 @@ package likelihood
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
@@ -56,6 +57,9 @@ const (
 	// control cost and motor noise upward.
 	LinearizeMean Linearization = "mean"
 )
+
+// Linearizations lists the valid Linearization values.
+var Linearizations = []Linearization{LinearizeData, LinearizeMean, LinearizeILQG}
 
 // DefaultJitter is added to covariances before they are factorized, as in the reference.
 const DefaultJitter = 1e-6
@@ -120,8 +124,8 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("unknown method %q: use ours or baseline", o.Method)
 	case o.Planner != models.PlannerFull && o.Planner != models.PlannerPartial:
 		return o, fmt.Errorf("unknown planner %q: use full or partial", o.Planner)
-	case o.Linearize != LinearizeData && o.Linearize != LinearizeILQG && o.Linearize != LinearizeMean:
-		return o, fmt.Errorf("unknown linearization %q: use data, mean or ilqg", o.Linearize)
+	case !slices.Contains(Linearizations, o.Linearize):
+		return o, fmt.Errorf("unknown linearization %q: use one of %v", o.Linearize, Linearizations)
 	case o.Temperature < 0 || math.IsNaN(o.Temperature):
 		return o, fmt.Errorf("temperature must be >= 0, got %g", o.Temperature)
 	case o.Method == MCEBaseline && o.Temperature == 0:

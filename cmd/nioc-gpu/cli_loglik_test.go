@@ -126,7 +126,7 @@ func TestCLILoglikErrors(t *testing.T) {
 		{"linear data for pendulum", []string{"--task", "pendulum", "--data", lin}, 1,
 			[]string{lin, "theta,omega", "task pendulum"}},
 		{"unknown method", []string{"--task", "linear", "--data", lin, "--method", "mce"}, 2, []string{`unknown --method "mce"`, "ours or baseline"}},
-		{"unknown linearize", []string{"--task", "linear", "--data", lin, "--linearize", "median"}, 2, []string{`unknown --linearize "median"`, "data, mean or ilqg"}},
+		{"unknown linearize", []string{"--task", "linear", "--data", lin, "--linearize", "median"}, 2, []string{`unknown --linearize "median"`, "use data, mean, ilqg"}},
 		{"unknown observe", []string{"--task", "linear", "--data", lin, "--observe", "some"}, 2, []string{`unknown --observe "some"`}},
 		{"unknown planner", []string{"--task", "linear", "--data", lin, "--planner", "none"}, 2, []string{`unknown --planner "none"`}},
 		{"unknown parameter", []string{"--task", "linear", "--data", lin, "--params", "noise=1"}, 2,

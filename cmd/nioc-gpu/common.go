@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,11 +101,8 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 	default:
 		return o, usagef("unknown --method %q: use ours or baseline", tf.method)
 	}
-	switch likelihood.Linearization(tf.linearize) {
-	case likelihood.LinearizeData, likelihood.LinearizeMean, likelihood.LinearizeILQG:
-		o.Linearize = likelihood.Linearization(tf.linearize)
-	default:
-		return o, usagef("unknown --linearize %q: use data, mean or ilqg", tf.linearize)
+	if o.Linearize, err = parseLinearize(tf.linearize); err != nil {
+		return o, err
 	}
 	switch {
 	case math.IsNaN(tf.temperature) || math.IsInf(tf.temperature, 0):
@@ -259,4 +257,17 @@ func jsonFloat(v float64) any {
 		return "-Inf"
 	}
 	return v
+}
+
+// parseLinearize checks the value of a --linearize flag.
+func parseLinearize(s string) (likelihood.Linearization, error) {
+	l := likelihood.Linearization(s)
+	if !slices.Contains(likelihood.Linearizations, l) {
+		names := make([]string, len(likelihood.Linearizations))
+		for i, v := range likelihood.Linearizations {
+			names[i] = string(v)
+		}
+		return "", usagef("unknown --linearize %q: use %s", s, strings.Join(names, ", "))
+	}
+	return l, nil
 }

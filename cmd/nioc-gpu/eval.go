@@ -133,10 +133,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		fixed[name] = vals[i]
 	}
-	lin := *linearize
-	if lin != string(likelihood.LinearizeData) && lin != string(likelihood.LinearizeMean) && lin != string(likelihood.LinearizeILQG) {
-		return usagef("unknown --linearize %q: use data, mean or ilqg", lin)
+	linearization, err := parseLinearize(*linearize)
+	if err != nil {
+		return err
 	}
+	lin := string(linearization)
 	T := *steps
 	if T == 0 {
 		T = spec.Steps
@@ -195,7 +196,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	for _, method := range methodList {
 		opts := likelihood.Options{Observe: observe, Method: likelihood.Method(method)}
 		if method == string(likelihood.Ours) {
-			opts.Linearize = likelihood.Linearization(lin)
+			opts.Linearize = linearization
 		}
 		e, err := likelihood.New(m, b, opts)
 		if err != nil {
