@@ -91,7 +91,7 @@ func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, re
 		}
 	}
 	per := time.Since(t1) / time.Duration(repeats)
-	st := e.Program().Stats()
+	st := e.Stats()
 	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
 		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
@@ -141,7 +141,7 @@ func TimeFit(m models.Model, b backends.Backend, subjects [][][][]float64, resta
 	if err != nil {
 		return FitTiming{}, err
 	}
-	st := e.Program().Stats()
+	st := e.Stats()
 	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall, Compile: st.BuildTime + st.CompileTime,
 		PerSubject: wall / time.Duration(len(subjects)), Evaluations: evals, Batches: f.Batches(),
 		MedianRelErr: fit.Median(errs)}, nil

@@ -95,27 +95,26 @@ func symPlusT(A graph.Mat) graph.Mat { return graph.MatAdd(A, graph.T(A)) }
 //
 // starting from S = Q_T, s = q_T.
 func BackwardPass(tr *Trajectory, eps float64) Gains {
-	T := len(tr.Steps)
-	gains := Gains{L: make([]graph.Mat, T), l: make([]graph.Vec, T), H: make([]graph.Mat, T)}
-	S, s := graph.Symmetrize(tr.Final.FinalQ()), tr.Final.Finalq()
-	for t := T - 1; t >= 0; t-- {
-		p := tr.Steps[t]
-		A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
-		H := addIf(graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), S)), noiseQuad(Cu, S))
-		G := addIf(graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, S), A)), noiseSum(Cu, S, Cx))
-		g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, s)), noiseVec(Cu, S, V))
-		L, l, Ht := solveGains(H, G, g, eps)
+	lin := tr.flat()
+	return GainsOf(lin.s, BackwardPassFlow(graph.Unrolled{}, lin, eps))
+}
 
-		Snext := graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), S))
-		Snext = graph.MatAdd(Snext, graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, G))))
-		Snext = addIf(Snext, noiseQuad(Cx, S))
-		snext := graph.VecAdd(p.Qv(), graph.TMatVec(A, s))
-		snext = graph.VecAdd(snext, graph.VecAdd(graph.TMatVec(G, l), graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g))))
-		snext = addVecIf(snext, noiseVec(Cx, S, V))
-		S, s = Snext, snext
-		gains.L[t], gains.l[t], gains.H[t] = L, l, Ht
-	}
-	return gains
+// backwardStep is one step of BackwardPass: the gains at the step of p and the value function
+// (S, s) before it, from the value function after it.
+func backwardStep(p *Point, S graph.Mat, s graph.Vec, eps float64) (L graph.Mat, l graph.Vec, Ht, Snext graph.Mat, snext graph.Vec) {
+	A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
+	H := addIf(graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), S)), noiseQuad(Cu, S))
+	G := addIf(graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, S), A)), noiseSum(Cu, S, Cx))
+	g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, s)), noiseVec(Cu, S, V))
+	L, l, Ht = solveGains(H, G, g, eps)
+
+	Snext = graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), S))
+	Snext = graph.MatAdd(Snext, graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, G))))
+	Snext = addIf(Snext, noiseQuad(Cx, S))
+	snext = graph.VecAdd(p.Qv(), graph.TMatVec(A, s))
+	snext = graph.VecAdd(snext, graph.VecAdd(graph.TMatVec(G, l), graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g))))
+	snext = addVecIf(snext, noiseVec(Cx, S, V))
+	return L, l, Ht, Snext, snext
 }
 
 // solveGains returns L = −H̃⁻¹G, l = −H̃⁻¹g and H̃, the symmetric H with its smallest
@@ -144,42 +143,48 @@ func solveGains(H, G graph.Mat, g graph.Vec, eps float64) (L graph.Mat, l graph.
 // This follows the derivation; the reference implementation writes BᵀS_xb A where the
 // derivation gives BᵀS_xbᵀA in G_x (the two agree when S_xb is symmetric).
 func BackwardPassPartial(tr *Trajectory, K []graph.Mat, eps float64) Gains {
-	T := len(tr.Steps)
-	gains := Gains{L: make([]graph.Mat, T), l: make([]graph.Vec, T), H: make([]graph.Mat, T)}
-	n := len(tr.Final.Finalq())
-	Sx, sx := graph.Symmetrize(tr.Final.FinalQ()), tr.Final.Finalq()
-	Sb, Sxb := graph.NewMat(n, n), graph.NewMat(n, n)
-	sb := make(graph.Vec, n)
-	for t := T - 1; t >= 0; t-- {
-		p := tr.Steps[t]
-		A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
-		W, D := p.W(), p.D()
-		KF := graph.MatMul(K[t], p.F())
-		AKF := graph.MatSub(A, KF)
-		SbSxb := graph.MatAdd(Sb, Sxb)
-
-		H := graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), graph.MatAdd(graph.MatAdd(Sx, Sb), symPlusT(Sxb))))
-		H = addIf(H, noiseQuad(Cu, Sx))
-		g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, graph.VecAdd(sx, sb))), noiseVec(Cu, Sx, V))
-		Gx := graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, graph.MatAdd(Sx, graph.T(Sxb))), A))
-		Gx = graph.MatAdd(Gx, graph.MatMul(graph.TMatMul(B, SbSxb), KF))
-		Gx = addIf(Gx, noiseSum(Cu, Sx, Cx))
-		Gb := graph.MatMul(graph.TMatMul(B, SbSxb), AKF)
-		L, l, Ht := solveGains(H, graph.MatAdd(Gx, Gb), g, eps)
-
-		KtSbK := graph.Sandwich(graph.T(K[t]), Sb)
-		nextSx := graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), Sx))
-		nextSx = graph.MatAdd(nextSx, graph.MatAdd(graph.Sandwich(graph.T(KF), Sb), symPlusT(graph.MatMul(graph.TMatMul(A, Sxb), KF))))
-		nextSx = addIf(addIf(nextSx, noiseQuad(Cx, Sx)), noiseQuad(D, KtSbK))
-		nextSb := graph.MatAdd(graph.Sandwich(graph.T(AKF), Sb), graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, Gb))))
-		nextSxb := graph.MatAdd(graph.MatMul(graph.TMatMul(KF, Sb), AKF), graph.MatMul(graph.TMatMul(A, Sxb), AKF))
-		nextSxb = graph.MatAdd(nextSxb, graph.TMatMul(Gx, L))
-		nextsx := graph.VecAdd(graph.VecAdd(p.Qv(), graph.TMatVec(A, sx)), graph.VecAdd(graph.TMatVec(KF, sb), graph.TMatVec(Gx, l)))
-		nextsx = addVecIf(addVecIf(nextsx, noiseVec(Cx, Sx, V)), noiseVec(D, KtSbK, W))
-		nextsb := graph.VecAdd(graph.TMatVec(AKF, sb), graph.VecAdd(graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g)), graph.TMatVec(Gb, l)))
-
-		Sx, Sb, Sxb, sx, sb = nextSx, nextSb, nextSxb, nextsx, nextsb
-		gains.L[t], gains.l[t], gains.H[t] = L, l, Ht
+	lin := tr.flat()
+	Kv := make([]*graph.Value, len(K))
+	for t, k := range K {
+		Kv[t] = graph.Values(graph.Flatten(k))[0]
 	}
-	return gains
+	return GainsOf(lin.s, BackwardPassPartialFlow(graph.Unrolled{}, lin, Kv, eps))
+}
+
+// partialValue is the value function of BackwardPassPartial after a step.
+type partialValue struct {
+	Sx, Sb, Sxb graph.Mat
+	sx, sb      graph.Vec
+}
+
+// backwardPartialStep is one step of BackwardPassPartial: the gains at the step of p with
+// filter gain K, and the value function before it.
+func backwardPartialStep(p *Point, K graph.Mat, v partialValue, eps float64) (L graph.Mat, l graph.Vec, Ht graph.Mat, next partialValue) {
+	Sx, Sb, Sxb, sx, sb := v.Sx, v.Sb, v.Sxb, v.sx, v.sb
+	A, B, V, Cx, Cu := p.A(), p.B(), p.V(), p.Cx(), p.Cu()
+	W, D := p.W(), p.D()
+	KF := graph.MatMul(K, p.F())
+	AKF := graph.MatSub(A, KF)
+	SbSxb := graph.MatAdd(Sb, Sxb)
+
+	H := graph.MatAdd(graph.Symmetrize(p.R()), graph.Sandwich(graph.T(B), graph.MatAdd(graph.MatAdd(Sx, Sb), symPlusT(Sxb))))
+	H = addIf(H, noiseQuad(Cu, Sx))
+	g := addVecIf(graph.VecAdd(p.Rv(), graph.TMatVec(B, graph.VecAdd(sx, sb))), noiseVec(Cu, Sx, V))
+	Gx := graph.MatAdd(p.P(), graph.MatMul(graph.TMatMul(B, graph.MatAdd(Sx, graph.T(Sxb))), A))
+	Gx = graph.MatAdd(Gx, graph.MatMul(graph.TMatMul(B, SbSxb), KF))
+	Gx = addIf(Gx, noiseSum(Cu, Sx, Cx))
+	Gb := graph.MatMul(graph.TMatMul(B, SbSxb), AKF)
+	L, l, Ht = solveGains(H, graph.MatAdd(Gx, Gb), g, eps)
+
+	KtSbK := graph.Sandwich(graph.T(K), Sb)
+	nextSx := graph.MatAdd(graph.Symmetrize(p.Q()), graph.Sandwich(graph.T(A), Sx))
+	nextSx = graph.MatAdd(nextSx, graph.MatAdd(graph.Sandwich(graph.T(KF), Sb), symPlusT(graph.MatMul(graph.TMatMul(A, Sxb), KF))))
+	nextSx = addIf(addIf(nextSx, noiseQuad(Cx, Sx)), noiseQuad(D, KtSbK))
+	nextSb := graph.MatAdd(graph.Sandwich(graph.T(AKF), Sb), graph.MatAdd(graph.Sandwich(graph.T(L), H), symPlusT(graph.TMatMul(L, Gb))))
+	nextSxb := graph.MatAdd(graph.MatMul(graph.TMatMul(KF, Sb), AKF), graph.MatMul(graph.TMatMul(A, Sxb), AKF))
+	nextSxb = graph.MatAdd(nextSxb, graph.TMatMul(Gx, L))
+	nextsx := graph.VecAdd(graph.VecAdd(p.Qv(), graph.TMatVec(A, sx)), graph.VecAdd(graph.TMatVec(KF, sb), graph.TMatVec(Gx, l)))
+	nextsx = addVecIf(addVecIf(nextsx, noiseVec(Cx, Sx, V)), noiseVec(D, KtSbK, W))
+	nextsb := graph.VecAdd(graph.TMatVec(AKF, sb), graph.VecAdd(graph.TMatVec(L, graph.VecAdd(graph.MatVec(H, l), g)), graph.TMatVec(Gb, l)))
+	return L, l, Ht, partialValue{Sx: nextSx, Sb: nextSb, Sxb: nextSxb, sx: nextsx, sb: nextsb}
 }

@@ -12,16 +12,9 @@ import "github.com/nioc-gpu/nioc-gpu/graph"
 // V and W are the noise Jacobians at the linearization point, so signal-dependent noise enters
 // at its nominal magnitude.
 func KalmanGains(tr *Trajectory, Sigma0 graph.Mat) []graph.Mat {
-	K := make([]graph.Mat, len(tr.Steps))
-	P := Sigma0
-	for t, p := range tr.Steps {
-		var VVt graph.Mat
-		if len(p.V()) > 0 && len(p.V()[0]) > 0 {
-			VVt = graph.Gram(p.V())
-		}
-		K[t], P = kalmanStep(p.A(), p.F(), graph.Gram(p.W()), VVt, P)
-	}
-	return K
+	lin := tr.flat()
+	n, _, _, m, _ := dims(lin.s)
+	return matsOf(KalmanGainsFlow(graph.Unrolled{}, lin, graph.Values(graph.Flatten(Sigma0))[0]), n, m)
 }
 
 // kalmanStep returns K = A P Fᵀ G⁻¹ with G = F P Fᵀ + obsCov, and the next covariance
@@ -69,44 +62,63 @@ type Moments struct {
 
 // ClosedLoopMoments propagates the moments of FilterGainsPartial along tr under the gains L.
 func ClosedLoopMoments(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) *Moments {
-	n := len(Sigma0)
+	lin := tr.flat()
+	n, _, _, m, _ := dims(lin.s)
 	T := len(tr.Steps)
-	mo := &Moments{K: make([]graph.Mat, T), Sb: make([]graph.Mat, T+1), Se: make([]graph.Mat, T+1), Sbe: make([]graph.Mat, T+1)}
-	Sb, Se, Sbe := graph.NewMat(n, n), Sigma0, graph.NewMat(n, n)
-	for t, p := range tr.Steps {
-		mo.Sb[t], mo.Se[t], mo.Sbe[t] = Sb, Se, Sbe
-		A, B, F := p.A(), p.B(), p.F()
-		Sx := graph.MatAdd(graph.MatAdd(Sb, Se), symPlusT(Sbe))
-
-		obsCov := graph.Gram(p.W())
-		for _, Dj := range p.D() {
-			obsCov = graph.MatAdd(obsCov, graph.Sandwich(Dj, Sx))
-		}
-		M := graph.Gram(p.V())
-		Exu := graph.MatMulT(graph.MatAdd(Sb, graph.T(Sbe)), L[t]) // E[x uᵀ]
-		Euu := graph.Sandwich(L[t], Sb)                            // E[u uᵀ]
-		for j, Cxj := range p.Cx() {
-			Cuj := p.Cu()[j]
-			M = graph.MatAdd(M, graph.MatAdd(graph.Sandwich(Cxj, Sx), graph.Sandwich(Cuj, Euu)))
-			M = graph.MatAdd(M, symPlusT(graph.MatMul(Cxj, graph.MatMulT(Exu, Cuj))))
-		}
-
-		G := graph.MatAdd(graph.Sandwich(F, Se), obsCov)
-		lg := graph.Chol(G)
-		Z := graph.SolveLower(lg, graph.MatMul(F, graph.MatMulT(Se, A)))
-		mo.K[t] = graph.T(graph.SolveLowerT(lg, Z))
-		KGKt := graph.Gram(graph.T(Z))
-
-		ABL := graph.MatAdd(A, graph.MatMul(B, L[t]))
-		KF := graph.MatMul(mo.K[t], F)
-		nextSb := graph.MatAdd(graph.Sandwich(ABL, Sb), KGKt)
-		nextSb = graph.MatAdd(nextSb, symPlusT(graph.MatMul(ABL, graph.MatMulT(Sbe, KF))))
-		nextSe := graph.MatAdd(graph.MatSub(graph.Sandwich(A, Se), KGKt), M)
-		nextSbe := graph.MatMulT(graph.MatMul(ABL, Sbe), graph.MatSub(A, KF))
-		Sb, Se, Sbe = nextSb, nextSe, nextSbe
+	gains := make([]*graph.Value, T)
+	for t := range T {
+		gains[t] = graph.Values(graph.Flatten(L[t]))[0]
 	}
-	mo.Sb[T], mo.Se[T], mo.Sbe[T] = Sb, Se, Sbe
+	init := graph.Values(graph.Flatten(graph.NewMat(n, n), Sigma0, graph.NewMat(n, n)))[0]
+	final, steps := ClosedLoopMomentsFlow(graph.Unrolled{}, lin, gains, init)
+	mo := &Moments{K: make([]graph.Mat, T), Sb: make([]graph.Mat, T+1), Se: make([]graph.Mat, T+1), Sbe: make([]graph.Mat, T+1)}
+	for t, v := range append(steps, final) {
+		u := graph.NewUnflattener(v.Scalars())
+		if t < T {
+			mo.K[t] = u.Mat(n, m)
+		}
+		mo.Sb[t], mo.Se[t], mo.Sbe[t] = u.Mat(n, n), u.Mat(n, n), u.Mat(n, n)
+		u.Done()
+	}
 	return mo
+}
+
+// momentsState are the closed-loop second moments of ClosedLoopMoments at one step.
+type momentsState struct{ Sb, Se, Sbe graph.Mat }
+
+// momentsStep is one step of ClosedLoopMoments: the filter gain at the step of p under control
+// gain L, and the moments after it.
+func momentsStep(p *Point, L graph.Mat, mo momentsState) (K graph.Mat, next momentsState) {
+	Sb, Se, Sbe := mo.Sb, mo.Se, mo.Sbe
+	A, B, F := p.A(), p.B(), p.F()
+	Sx := graph.MatAdd(graph.MatAdd(Sb, Se), symPlusT(Sbe))
+
+	obsCov := graph.Gram(p.W())
+	for _, Dj := range p.D() {
+		obsCov = graph.MatAdd(obsCov, graph.Sandwich(Dj, Sx))
+	}
+	M := graph.Gram(p.V())
+	Exu := graph.MatMulT(graph.MatAdd(Sb, graph.T(Sbe)), L) // E[x uᵀ]
+	Euu := graph.Sandwich(L, Sb)                            // E[u uᵀ]
+	for j, Cxj := range p.Cx() {
+		Cuj := p.Cu()[j]
+		M = graph.MatAdd(M, graph.MatAdd(graph.Sandwich(Cxj, Sx), graph.Sandwich(Cuj, Euu)))
+		M = graph.MatAdd(M, symPlusT(graph.MatMul(Cxj, graph.MatMulT(Exu, Cuj))))
+	}
+
+	G := graph.MatAdd(graph.Sandwich(F, Se), obsCov)
+	lg := graph.Chol(G)
+	Z := graph.SolveLower(lg, graph.MatMul(F, graph.MatMulT(Se, A)))
+	K = graph.T(graph.SolveLowerT(lg, Z))
+	KGKt := graph.Gram(graph.T(Z))
+
+	ABL := graph.MatAdd(A, graph.MatMul(B, L))
+	KF := graph.MatMul(K, F)
+	nextSb := graph.MatAdd(graph.Sandwich(ABL, Sb), KGKt)
+	nextSb = graph.MatAdd(nextSb, symPlusT(graph.MatMul(ABL, graph.MatMulT(Sbe, KF))))
+	nextSe := graph.MatAdd(graph.MatSub(graph.Sandwich(A, Se), KGKt), M)
+	nextSbe := graph.MatMulT(graph.MatMul(ABL, Sbe), graph.MatSub(A, KF))
+	return K, momentsState{Sb: nextSb, Se: nextSe, Sbe: nextSbe}
 }
 
 // ExpectedCostSpread returns the expected cost of the closed-loop system beyond the cost of

@@ -565,7 +565,7 @@ func summarize(reasons []string) string {
 func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*request) ([]float64, [][]float64, error) {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	chunk := max(1, f.opts.MaxBatch/trials)
-	if !graph.CompilesSlowly(f.e.Program().Backend()) {
+	if !graph.CompilesSlowly(f.e.Backend()) {
 		want := (len(reqs) + workers - 1) / workers
 		for chunk > 1 && want <= chunk/2 {
 			chunk = (chunk + 1) / 2

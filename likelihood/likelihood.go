@@ -19,7 +19,6 @@ import (
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
-	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -86,6 +85,8 @@ type Options struct {
 	FirstOrderNoise bool
 	// ValueOnly skips the gradient (Eval returns nil gradients): about half the work.
 	ValueOnly bool
+	// Form runs the recursions unrolled or looped; FormAuto picks by backend.
+	Form Form
 }
 
 func (o Options) withDefaults(spec models.Spec) (Options, error) {
@@ -106,6 +107,9 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 	}
 	if o.NoPolicyNoise {
 		o.Temperature = 0
+	}
+	if o.Form == "auto" {
+		o.Form = FormAuto
 	}
 	if o.Jitter == 0 {
 		o.Jitter = DefaultJitter
@@ -130,6 +134,8 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("temperature must be >= 0, got %g", o.Temperature)
 	case o.Method == MCEBaseline && o.Temperature == 0:
 		return o, fmt.Errorf("the MCE baseline needs a temperature > 0")
+	case o.Form != FormAuto && o.Form != "auto" && o.Form != FormUnrolled && o.Form != FormLooped:
+		return o, fmt.Errorf("unknown form %q: use auto, unrolled or looped", o.Form)
 	case o.Prior != nil && len(o.Prior) != len(spec.States):
 		return o, fmt.Errorf("prior covariance must be %d×%d", len(spec.States), len(spec.States))
 	}
@@ -142,7 +148,8 @@ type Evaluator struct {
 	sym     *models.Symbolic
 	opts    Options
 	backend backends.Backend
-	prog    *graph.Program
+	prog    *graph.Program // the unrolled form
+	engine  *graph.Engine  // the looped form
 
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
@@ -159,7 +166,8 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 		return nil, err
 	}
 	e := &Evaluator{sym: s, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
-	e.prog = graph.NewProgram(b, "loglik_"+s.Spec.Name, e.build)
+	e.prog = graph.NewProgram(b, "loglik_"+s.Spec.Name, e.buildUnrolled)
+	e.engine = graph.NewEngine(b)
 	return e, nil
 }
 
@@ -181,8 +189,23 @@ func (e *Evaluator) Identifiable() []bool {
 	return out
 }
 
-// Program returns the compiled program, for its build statistics.
-func (e *Evaluator) Program() *graph.Program { return e.prog }
+// Backend returns the evaluator's backend.
+func (e *Evaluator) Backend() backends.Backend { return e.backend }
+
+// Looped reports whether the evaluator runs its recursions looped (Options.Form).
+func (e *Evaluator) Looped() bool { return e.looped() }
+
+// Stats returns the build statistics of the form in use: for the looped form, Builds counts
+// the stage and step programs and Nodes is the largest one's size.
+func (e *Evaluator) Stats() graph.ProgramStats {
+	if e.looped() {
+		return e.engine.Stats()
+	}
+	return e.prog.Stats()
+}
+
+// Calls returns the number of program runs of the looped form so far.
+func (e *Evaluator) Calls() int { return e.engine.Calls() }
 
 // Data is a batch of trial sets prepared for evaluation: row p holds the trials that parameter
 // vector p is to explain (for fitting, one subject's trials, repeated for each restart).
@@ -287,25 +310,36 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 		}
 	}
 	n, k, T, P := len(spec.States), len(spec.Controls), d.Steps, d.Rows
-	inputs := []*tensors.Tensor{
-		graph.NewTensor(flat, p, P, 1),
-		graph.NewTensor(d.states, T+1, n, P, d.Trials),
-		graph.NewTensor(d.mask, P, d.Trials),
-	}
 	if e.opts.Linearize == LinearizeILQG {
-		pol := nominal
-		if pol == nil || pol.Problems != P || pol.Steps != T {
+		if nominal == nil || nominal.Problems != P || nominal.Steps != T {
 			return nil, nil, fmt.Errorf("linearize ilqg: need the iLQG solution for %d rows and %d steps", P, T)
 		}
-		inputs = append(inputs,
-			graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
-			graph.NewTensor(pol.Gain, T, k, n, P, 1))
 	}
-	out, err := e.prog.Run(inputs...)
-	if err != nil {
-		return nil, nil, err
+	var gradFlat []float64
+	if e.looped() {
+		if loglik, gradFlat, err = e.evalLooped(d, flat, nominal); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		inputs := []*tensors.Tensor{
+			graph.NewTensor(flat, p, P, 1),
+			graph.NewTensor(d.states, T+1, n, P, d.Trials),
+			graph.NewTensor(d.mask, P, d.Trials),
+		}
+		if e.opts.Linearize == LinearizeILQG {
+			inputs = append(inputs,
+				graph.NewTensor(nominal.Xbar, T+1, n, P, 1), graph.NewTensor(nominal.Ubar, T, k, P, 1),
+				graph.NewTensor(nominal.Gain, T, k, n, P, 1))
+		}
+		out, err := e.prog.Run(inputs...)
+		if err != nil {
+			return nil, nil, err
+		}
+		loglik = out[0].Data
+		if !e.opts.ValueOnly {
+			gradFlat = out[1].Data
+		}
 	}
-	loglik = out[0].Data
 	for r := range P {
 		if math.IsNaN(loglik[r]) || math.IsInf(loglik[r], 0) {
 			loglik[r] = math.Inf(-1)
@@ -318,7 +352,7 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 	for r := range P {
 		grad[r] = make([]float64, p)
 		for i := range p {
-			grad[r][i] = out[1].Data[i*P+r]
+			grad[r][i] = gradFlat[i*P+r]
 			if math.IsInf(loglik[r], -1) {
 				grad[r][i] = math.NaN()
 			}
@@ -358,88 +392,4 @@ func (e *Evaluator) solverFor(T int) (*control.Solver, error) {
 	}
 	e.solvers[T] = sv
 	return sv, nil
-}
-
-// meanTrajectory returns the mean over each row's real trials of states [T+1, n, P, N] with
-// mask [P, N], as [T+1, n, P, 1].
-func meanTrajectory(states, mask *G.Node) *G.Node {
-	d := states.Shape().Dimensions
-	m := G.Reshape(mask, 1, 1, d[2], d[3])
-	sum := G.ReduceSum(G.Mul(states, m), 3)
-	mean := G.Div(sum, G.Reshape(G.ReduceSum(mask, 1), 1, 1, d[2]))
-	return G.Reshape(mean, d[0], d[1], d[2], 1)
-}
-
-func (e *Evaluator) build(g *G.Graph, in []*G.Node) []*G.Node {
-	s, o := e.sym, e.opts
-	spec := s.Spec
-	n, k := len(spec.States), len(spec.Controls)
-	T := in[1].Shape().Dimensions[0] - 1
-	thetaScaled := graph.Unstack(in[0], 1)
-	theta := make(graph.Vec, len(thetaScaled))
-	for i, th := range thetaScaled {
-		if spec.Params[i].Scale == models.Log10Scale {
-			theta[i] = graph.Pow10(th)
-		} else {
-			theta[i] = th
-		}
-	}
-	X := graph.Series(graph.Unstack(in[1], 2), T+1, n)
-	Sigma0 := graph.ConstMat(spec.InitialBeliefCov())
-	prior := Prior(spec)
-	if o.Prior != nil {
-		prior = graph.ConstMat(o.Prior)
-	}
-
-	var Uhat []graph.Vec
-	if o.Linearize == LinearizeData || o.Method == MCEBaseline {
-		Uhat = EstimateControls(s, theta, X, o.GaussNewtonIters)
-	}
-	agent := &Agent{Temperature: o.Temperature, FirstOrderNoise: o.FirstOrderNoise}
-	var tr *control.Trajectory
-	switch o.Linearize {
-	case LinearizeData:
-		agent.Xbar, agent.Ubar = X, Uhat
-	case LinearizeMean:
-		agent.Xbar = graph.Series(graph.Unstack(meanTrajectory(in[1], in[2]), 2), T+1, n)
-		agent.Ubar = EstimateControls(s, theta, agent.Xbar, o.GaussNewtonIters)
-	default:
-		agent.Xbar = graph.Series(graph.Unstack(in[3], 2), T+1, n)
-		agent.Ubar = graph.Series(graph.Unstack(in[4], 2), T, k)
-	}
-	tr = control.Linearize(s, theta, agent.Xbar, agent.Ubar)
-	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
-	switch {
-	case o.Method == MCEBaseline || o.Planner == models.PlannerFull:
-		agent.Gains = control.BackwardPass(tr, o.Solver.Eps)
-		if partialAgent {
-			agent.K = control.KalmanGains(tr, Sigma0)
-		}
-	case o.Linearize != LinearizeILQG:
-		agent.K = control.KalmanGains(tr, Sigma0)
-		agent.Gains = control.BackwardPassPartial(tr, agent.K, o.Solver.Eps)
-	default: // partially observable iLQG around its own solution
-		Lprev := graph.MatSeries(graph.Unstack(in[5], 3), T, k, n)
-		agent.K = control.FilterGainsPartial(tr, Lprev, Sigma0)
-		agent.Gains = control.BackwardPassPartial(tr, agent.K, o.Solver.Eps)
-	}
-
-	var ll graph.S
-	switch {
-	case o.Method == MCEBaseline:
-		ll = Baseline(s, theta, X, Uhat, agent)
-	case o.Observe == control.ObserveFull:
-		ll = FullyObservable(s, theta, X, agent, o.Jitter)
-	default:
-		ll = BeliefTracking(s, theta, X, agent, prior, o.Jitter)
-	}
-	dims := in[2].Shape().Dimensions
-	perTrial := graph.Materialize(g, ll, dims...)
-	masked := G.Where(G.GreaterThan(in[2], G.ZerosLike(in[2])), perTrial, G.ZerosLike(perTrial))
-	total := G.ReduceSum(masked, 1)
-	if o.ValueOnly {
-		return []*G.Node{total}
-	}
-	gradient := G.Gradient(G.ReduceAllSum(total), in[0])[0]
-	return []*G.Node{total, gradient}
 }

@@ -6,33 +6,35 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
-// Agent is the agent's control law and belief dynamics along one linearization, as graph
-// values: at step t it applies u(b) = Ubar_t + l_t + L_t·(b − Xbar_t) to its belief mean b (or
-// to the state, when it observes the state) plus maximum-causal-entropy noise with covariance
-// Temperature·H̃_t⁻¹, and its belief follows b' = f(b, u, 0) + K_t·(y − h(b, 0)).
+// Agent is the agent's control law and belief dynamics at one step t of a linearization, as
+// graph values: it applies u(b) = Ubar + l + L·(b − Xbar) to its belief mean b (or to the
+// state, when it observes the state) plus maximum-causal-entropy noise with covariance
+// Temperature·H̃⁻¹, and its belief follows b' = f(b, u, 0) + K·(y − h(b, 0)).
 type Agent struct {
-	Xbar, Ubar  []graph.Vec
-	Gains       control.Gains
-	K           []graph.Mat // Kalman gains; nil for a fully observing agent
+	Xbar, Ubar  graph.Vec
+	L           graph.Mat
+	l           graph.Vec
+	H           graph.Mat
+	K           graph.Mat // Kalman gain; nil for a fully observing agent
 	Temperature float64
 	// FirstOrderNoise drops the variance of products of noises (see BeliefTracking), as the
 	// reference implementation does.
 	FirstOrderNoise bool
 }
 
-// Control returns the agent's noise-free control at step t for belief (or state) b.
-func (a *Agent) Control(t int, b graph.Vec) graph.Vec {
-	u := graph.VecAdd(a.Ubar[t], a.Gains.Offset(t))
-	return graph.VecAdd(u, graph.MatVec(a.Gains.Gain(t), graph.VecSub(b, a.Xbar[t])))
+// Control returns the agent's noise-free control for belief (or state) b.
+func (a *Agent) Control(b graph.Vec) graph.Vec {
+	u := graph.VecAdd(a.Ubar, a.l)
+	return graph.VecAdd(u, graph.MatVec(a.L, graph.VecSub(b, a.Xbar)))
 }
 
 // policyNoise returns the covariance of the maximum-causal-entropy noise of the control,
-// Temperature·H̃_t⁻¹; nil when the temperature is 0.
-func (a *Agent) policyNoise(t int) graph.Mat {
+// Temperature·H̃⁻¹; nil when the temperature is 0.
+func (a *Agent) policyNoise() graph.Mat {
 	if a.Temperature == 0 {
 		return nil
 	}
-	return graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.Gains.Hessian(t)))
+	return graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.H))
 }
 
 // productNoiseCov returns the covariance of the state-noise terms that are products of the
@@ -58,8 +60,8 @@ func addCov(A, B graph.Mat) graph.Mat {
 	return graph.MatAdd(A, B)
 }
 
-// BeliefTracking returns the log-likelihood log p(x_1..x_T | x_0, θ) of one observed
-// trajectory X under a partially observable agent (paper Sec. 3.1–3.2, App. C–D). The state
+// BeliefTracking is one step of the log-likelihood log p(x_1..x_T | x_0, θ) of an observed
+// trajectory under a partially observable agent (paper Sec. 3.1–3.2, App. C–D). The state
 // and the agent's belief mean form a Markov system
 //
 //	x' = f(x, u(b), v),   b' = f(b, u(b), 0) + K·(h(x, w) − h(b, 0)),
@@ -81,84 +83,81 @@ func addCov(A, B graph.Mat) graph.Mat {
 // biases the control cost. The observed x' contributes
 // log N(x'; mean_x, cov_xx + jitter·I), and conditioning on it gives the next belief
 // distribution. The observation noise enters at the true state x, where it arises; the belief
-// update uses no state noise.
-func BeliefTracking(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, prior graph.Mat, jitter float64) graph.S {
-	mu, Sigma := X[0], prior
-	total := graph.C(0)
-	for t := 0; t+1 < len(X); t++ {
-		u := agent.Control(t, mu)
-		px := control.At(s, theta, X[t], u) // the state's side
-		pb := control.At(s, theta, mu, u)   // the belief's side
-		K, L := agent.K[t], agent.Gains.Gain(t)
-		Bx, Bb := px.B(), pb.B()
+// update uses no state noise. It returns log p(x' | x, belief) and the next belief
+// distribution; the recursion starts at N(x_0, prior).
+func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, jitter float64) (ll graph.S, next Belief) {
+	mu, Sigma := b.Mean, b.Cov
+	u := agent.Control(mu)
+	px := control.At(s, theta, x, u)  // the state's side
+	pb := control.At(s, theta, mu, u) // the belief's side
+	K, L := agent.K, agent.L
+	Bx, Bb := px.B(), pb.B()
 
-		meanX := px.F0()
-		meanB := graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
-		// With J_b = [B_x; B_μ]·L + [0; D], D = A_μ − K·F_μ, and the control's covariance
-		// Cu = L Σ Lᵀ + τ H̃⁻¹ (belief spread and policy noise), the joint covariance is
-		// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls.
-		D := graph.MatSub(pb.A(), graph.MatMul(K, pb.F()))
-		LS := graph.MatMul(L, Sigma)
-		Cu := addCov(graph.Sandwich(L, Sigma), agent.policyNoise(t))
-		cross := graph.MatMulT(LS, D) // L Σ Dᵀ
-		BbCross := graph.MatMul(Bb, cross)
-		Sxx := graph.MatAdd(graph.Sandwich(Bx, Cu), graph.Gram(px.V()))
-		Sxx = addCov(Sxx, agent.productNoiseCov(px.Cu(), Cu))
-		Sxb := graph.MatAdd(graph.MatMul(Bx, graph.MatMulT(Cu, Bb)), graph.MatMul(Bx, cross))
-		Sbb := graph.MatAdd(graph.Sandwich(Bb, Cu), graph.MatAdd(BbCross, graph.T(BbCross)))
-		Sbb = graph.MatAdd(Sbb, graph.MatAdd(graph.Sandwich(D, Sigma), graph.Gram(graph.MatMul(K, px.W()))))
+	meanX := px.F0()
+	meanB := graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
+	// With J_b = [B_x; B_μ]·L + [0; D], D = A_μ − K·F_μ, and the control's covariance
+	// Cu = L Σ Lᵀ + τ H̃⁻¹ (belief spread and policy noise), the joint covariance is
+	// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls.
+	D := graph.MatSub(pb.A(), graph.MatMul(K, pb.F()))
+	LS := graph.MatMul(L, Sigma)
+	Cu := addCov(graph.Sandwich(L, Sigma), agent.policyNoise())
+	cross := graph.MatMulT(LS, D) // L Σ Dᵀ
+	BbCross := graph.MatMul(Bb, cross)
+	Sxx := graph.MatAdd(graph.Sandwich(Bx, Cu), graph.Gram(px.V()))
+	Sxx = addCov(Sxx, agent.productNoiseCov(px.Cu(), Cu))
+	Sxb := graph.MatAdd(graph.MatMul(Bx, graph.MatMulT(Cu, Bb)), graph.MatMul(Bx, cross))
+	Sbb := graph.MatAdd(graph.Sandwich(Bb, Cu), graph.MatAdd(BbCross, graph.T(BbCross)))
+	Sbb = graph.MatAdd(Sbb, graph.MatAdd(graph.Sandwich(D, Sigma), graph.Gram(graph.MatMul(K, px.W()))))
 
-		chol := graph.Chol(graph.AddDiag(Sxx, graph.C(jitter)))
-		residual := graph.VecSub(X[t+1], meanX)
-		total = graph.Add(total, graph.GaussLogDensity(residual, chol))
+	chol := graph.Chol(graph.AddDiag(Sxx, graph.C(jitter)))
+	residual := graph.VecSub(xnext, meanX)
+	ll = graph.GaussLogDensity(residual, chol)
 
-		// Condition the belief on the observed state (Gaussian conditioning, Eq. 5).
-		z := graph.SolveLower(chol, graph.Col(residual)).ColVec(0)
-		Z := graph.SolveLower(chol, Sxb) // L⁻¹Σ_xb
-		mu = graph.VecAdd(meanB, graph.TMatVec(Z, z))
-		Sigma = graph.MatSub(Sbb, graph.Gram(graph.T(Z)))
-	}
-	return total
+	// Condition the belief on the observed state (Gaussian conditioning, Eq. 5).
+	z := graph.SolveLower(chol, graph.Col(residual)).ColVec(0)
+	Z := graph.SolveLower(chol, Sxb) // L⁻¹Σ_xb
+	next.Mean = graph.VecAdd(meanB, graph.TMatVec(Z, z))
+	next.Cov = graph.MatSub(Sbb, graph.Gram(graph.T(Z)))
+	return ll, next
 }
 
-// FullyObservable returns log p(x_1..x_T | x_0, θ) of one trajectory under an agent that
-// observes the state (paper App. E): x' ~ N(f(x, u(x), 0), V Vᵀ + temperature·B H̃⁻¹ Bᵀ +
+// Belief is a Gaussian N(Mean, Cov) over the agent's belief mean.
+type Belief struct {
+	Mean graph.Vec
+	Cov  graph.Mat
+}
+
+// FullyObservable returns log p(x' | x, θ), one step of the log-likelihood of a trajectory
+// under an agent that observes the state (paper App. E): x' ~ N(f(x, u(x), 0), V Vᵀ + temperature·B H̃⁻¹ Bᵀ +
 // temperature·Σ_j Cu_j H̃⁻¹ Cu_jᵀ + jitter·I) with V, B, Cu at (x, u(x)); the Cu term is
 // dropped with Agent.FirstOrderNoise.
-func FullyObservable(s *models.Symbolic, theta graph.Vec, X []graph.Vec, agent *Agent, jitter float64) graph.S {
-	total := graph.C(0)
-	for t := 0; t+1 < len(X); t++ {
-		u := agent.Control(t, X[t])
-		p := control.At(s, theta, X[t], u)
-		noise := agent.policyNoise(t)
-		cov := graph.Gram(p.V())
-		if noise != nil {
-			cov = graph.MatAdd(cov, graph.Sandwich(p.B(), noise))
-		}
-		cov = addCov(cov, agent.productNoiseCov(p.Cu(), noise))
-		chol := graph.Chol(graph.AddDiag(cov, graph.C(jitter)))
-		total = graph.Add(total, graph.GaussLogDensity(graph.VecSub(X[t+1], p.F0()), chol))
+func FullyObservable(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, jitter float64) graph.S {
+	u := agent.Control(x)
+	p := control.At(s, theta, x, u)
+	noise := agent.policyNoise()
+	cov := graph.Gram(p.V())
+	if noise != nil {
+		cov = graph.MatAdd(cov, graph.Sandwich(p.B(), noise))
 	}
-	return total
+	cov = addCov(cov, agent.productNoiseCov(p.Cu(), noise))
+	chol := graph.Chol(graph.AddDiag(cov, graph.C(jitter)))
+	return graph.GaussLogDensity(graph.VecSub(xnext, p.F0()), chol)
 }
 
-// Baseline returns the maximum-causal-entropy IRL log-likelihood of one trajectory (paper
-// App. B): the estimated controls Û are treated as observed, each with the density of the
-// linearized MCE policy, log N(û_t; u(x_t), temperature·H̃_t⁻¹), summed over t. It has no
+// Baseline returns one step of the maximum-causal-entropy IRL log-likelihood of a trajectory
+// (paper App. B): the estimated control û_t is treated as observed, with the density of the
+// linearized MCE policy, log N(û_t; u(x_t), temperature·H̃_t⁻¹); the log-likelihood sums it
+// over t. It has no
 // observation model. (The reference implementation averages over steps and trials; this is
 // the sum, the log-likelihood proper.)
-func Baseline(s *models.Symbolic, theta graph.Vec, X, Uhat []graph.Vec, agent *Agent) graph.S {
-	total := graph.C(0)
-	for t := range Uhat {
-		residual := graph.VecSub(Uhat[t], agent.Control(t, X[t]))
-		// N(r; 0, τH̃⁻¹) has precision H̃/τ, whose Cholesky factor is chol(H̃)/√τ.
-		chol := graph.Chol(graph.MatScale(graph.C(1/agent.Temperature), agent.Gains.Hessian(t)))
-		z := graph.MatVec(graph.T(chol), residual) // rᵀ(H̃/τ)r = |cholᵀ r|²
-		k := float64(len(residual))
-		logdetPrec := graph.LogDetChol(chol)
-		total = graph.Add(total, graph.Sub(graph.Scale(0.5, graph.Sub(logdetPrec, graph.Dot(z, z))), graph.C(0.5*k*log2Pi)))
-	}
-	return total
+func Baseline(uhat, x graph.Vec, agent *Agent) graph.S {
+	residual := graph.VecSub(uhat, agent.Control(x))
+	// N(r; 0, τH̃⁻¹) has precision H̃/τ, whose Cholesky factor is chol(H̃)/√τ.
+	chol := graph.Chol(graph.MatScale(graph.C(1/agent.Temperature), agent.H))
+	z := graph.MatVec(graph.T(chol), residual) // rᵀ(H̃/τ)r = |cholᵀ r|²
+	k := float64(len(residual))
+	logdetPrec := graph.LogDetChol(chol)
+	return graph.Sub(graph.Scale(0.5, graph.Sub(logdetPrec, graph.Dot(z, z))), graph.C(0.5*k*log2Pi))
 }
 
 // Prior returns the default distribution over the agent's initial belief mean: centred on the

@@ -21,9 +21,9 @@ import (
 
 // taskFlags are the flags that say which agent and likelihood to use.
 type taskFlags struct {
-	task, observe, planner, method, linearize, backend string
-	temperature                                        float64
-	firstOrderNoise                                    bool
+	task, observe, planner, method, linearize, backend, form string
+	temperature                                              float64
+	firstOrderNoise                                          bool
 }
 
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -35,6 +35,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
 		fs.Float64Var(&tf.temperature, "temperature", -1, "maximum-causal-entropy policy-noise temperature; default: the task's (paper Table 1)")
+		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
 }
@@ -104,6 +105,10 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 	if o.Linearize, err = parseLinearize(tf.linearize); err != nil {
 		return o, err
 	}
+	if !slices.Contains(likelihood.Forms, likelihood.Form(tf.form)) {
+		return o, usagef("unknown --form %q: use auto, unrolled or looped", tf.form)
+	}
+	o.Form = likelihood.Form(tf.form)
 	switch {
 	case math.IsNaN(tf.temperature) || math.IsInf(tf.temperature, 0):
 		return o, usagef("--temperature must be a finite number >= 0, got %g", tf.temperature)

@@ -1,0 +1,183 @@
+package control
+
+import (
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// The recursions of this package are written once, as step functions run by a graph.Flow:
+// unrolled into one graph, or looped over one compiled step (graph.Tape). The values passed
+// between stages are flat groups of scalars (graph.Flatten): a linearized step (Point.Flat),
+// a step's gains (L, l, H̃) and Kalman gains K.
+
+// dims returns n, k, nv, m, nw of a model.
+func dims(s *models.Symbolic) (n, k, nv, m, nw int) {
+	return len(s.X), len(s.U), len(s.V), len(s.H0), len(s.W)
+}
+
+// Flat returns the derivatives of the model at p that the backward passes and filters use, in
+// the order A, B, V, Cx, Cu, F, W, D, Q, R, P, q, r; pointFromFlat reads them back.
+func (p *Point) Flat() []graph.S {
+	return graph.Flatten(p.A(), p.B(), p.V(), p.Cx(), p.Cu(), p.F(), p.W(), p.D(), p.Q(), p.R(), p.P(), p.Qv(), p.Rv())
+}
+
+// pointFromFlat returns a Point whose derivatives are those of Flat; it has no other values.
+func pointFromFlat(s *models.Symbolic, flat []graph.S) *Point {
+	n, k, nv, m, nw := dims(s)
+	u := graph.NewUnflattener(flat)
+	p := &Point{s: s}
+	p.a, p.b, p.v = u.Mat(n, n), u.Mat(n, k), u.Mat(n, nv)
+	p.cx, p.cu = u.Mats(nv, n, n), u.Mats(nv, n, k)
+	p.fo, p.w, p.d = u.Mat(m, n), u.Mat(m, nw), u.Mats(nw, m, n)
+	p.cq, p.cr, p.cp = u.Mat(n, n), u.Mat(k, k), u.Mat(k, n)
+	p.q, p.r = u.Vec(n), u.Vec(k)
+	u.Done()
+	return p
+}
+
+// FlatFinal returns the final cost's derivatives (Q_T, q_T) at p.
+func (p *Point) FlatFinal() []graph.S { return graph.Flatten(p.FinalQ(), p.Finalq()) }
+
+func finalFromFlat(s *models.Symbolic, flat []graph.S) *Point {
+	n := len(s.X)
+	u := graph.NewUnflattener(flat)
+	p := &Point{s: s, finalQ: u.Mat(n, n), finalq: u.Vec(n)}
+	u.Done()
+	return p
+}
+
+// Linearized is a model linearized along a trajectory as Flow values: Steps[t] holds the
+// Flat derivatives at (x_t, u_t), Final the final cost's at x_T.
+type Linearized struct {
+	s     *models.Symbolic
+	Steps []*graph.Value
+	Final *graph.Value
+}
+
+// LinearizeFlow linearizes the model at every (X[t], U[t]) (len(X) = len(U)+1) with
+// parameters theta (natural units), all steps at once (paper Sec. 3.3 when the trajectory is
+// data, Sec. 2.2 when it is a nominal one).
+func LinearizeFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, X, U []*graph.Value) *Linearized {
+	if len(X) != len(U)+1 {
+		panic("control: LinearizeFlow needs one more state than controls")
+	}
+	steps := f.MapSteps("linearize", func(in [][]graph.S) [][]graph.S {
+		return [][]graph.S{At(s, in[2], in[0], in[1]).Flat()}
+	}, [][]*graph.Value{X[:len(U)], U}, theta)[0]
+	final := f.Map("linearize_final", func(in [][]graph.S) [][]graph.S {
+		return [][]graph.S{At(s, in[1], in[0], nil).FlatFinal()}
+	}, X[len(U)], theta)[0]
+	return &Linearized{s: s, Steps: steps, Final: final}
+}
+
+// flat returns the Flow values of a Trajectory's points, for the unrolled form.
+func (tr *Trajectory) flat() *Linearized {
+	lin := &Linearized{s: tr.Final.s, Steps: make([]*graph.Value, len(tr.Steps))}
+	for t, p := range tr.Steps {
+		lin.Steps[t] = graph.Values(p.Flat())[0]
+	}
+	lin.Final = graph.Values(tr.Final.FlatFinal())[0]
+	return lin
+}
+
+// KalmanGainsFlow is KalmanGains run by a Flow: one Kalman gain K_t (n×m, flat) per step.
+func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.Value {
+	s := lin.s
+	n, _, _, m, _ := dims(s)
+	_, K := f.Scan("kalman", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+		p := pointFromFlat(s, xs[0])
+		var VVt graph.Mat
+		if len(p.V()) > 0 && len(p.V()[0]) > 0 {
+			VVt = graph.Gram(p.V())
+		}
+		K, P := kalmanStep(p.A(), p.F(), graph.Gram(p.W()), VVt, graph.NewUnflattener(carry).Mat(n, n))
+		return graph.Flatten(P), graph.Flatten(K)
+	}, init, [][]*graph.Value{lin.Steps}, nil, false)
+	_ = m
+	return K
+}
+
+// BackwardPassFlow is BackwardPass run by a Flow: the gains (L_t, l_t, H̃_t, flat) per step.
+func BackwardPassFlow(f graph.Flow, lin *Linearized, eps float64) []*graph.Value {
+	s := lin.s
+	n, _, _, _, _ := dims(s)
+	init := f.Map("backward_init", func(in [][]graph.S) [][]graph.S {
+		p := finalFromFlat(s, in[0])
+		return [][]graph.S{graph.Flatten(graph.Symmetrize(p.FinalQ()), p.Finalq())}
+	}, lin.Final)[0]
+	_, gains := f.Scan("backward", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+		c := graph.NewUnflattener(carry)
+		S, sv := c.Mat(n, n), c.Vec(n)
+		L, l, H, S, sv := backwardStep(pointFromFlat(s, xs[0]), S, sv, eps)
+		return graph.Flatten(S, sv), graph.Flatten(L, l, H)
+	}, init, [][]*graph.Value{lin.Steps}, nil, true)
+	return gains
+}
+
+// BackwardPassPartialFlow is BackwardPassPartial run by a Flow, with filter gains K (flat).
+func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, eps float64) []*graph.Value {
+	s := lin.s
+	n, _, _, m, _ := dims(s)
+	init := f.Map("backward_partial_init", func(in [][]graph.S) [][]graph.S {
+		p := finalFromFlat(s, in[0])
+		return [][]graph.S{graph.Flatten(graph.Symmetrize(p.FinalQ()), graph.NewMat(n, n), graph.NewMat(n, n), p.Finalq(), make(graph.Vec, n))}
+	}, lin.Final)[0]
+	_, gains := f.Scan("backward_partial", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+		c := graph.NewUnflattener(carry)
+		v := partialValue{Sx: c.Mat(n, n), Sb: c.Mat(n, n), Sxb: c.Mat(n, n), sx: c.Vec(n), sb: c.Vec(n)}
+		Kt := graph.NewUnflattener(xs[1]).Mat(n, m)
+		L, l, H, nv := backwardPartialStep(pointFromFlat(s, xs[0]), Kt, v, eps)
+		return graph.Flatten(nv.Sx, nv.Sb, nv.Sxb, nv.sx, nv.sb), graph.Flatten(L, l, H)
+	}, init, [][]*graph.Value{lin.Steps, K}, nil, true)
+	return gains
+}
+
+// ClosedLoopMomentsFlow is ClosedLoopMoments run by a Flow under the control gains (flat L,
+// l, H̃ per step): per step, K_t and the moments (Sb, Se, Sbe) before it; and the moments at T.
+func ClosedLoopMomentsFlow(f graph.Flow, lin *Linearized, gains []*graph.Value, init *graph.Value) (final *graph.Value, steps []*graph.Value) {
+	s := lin.s
+	n, k, _, _, _ := dims(s)
+	return f.Scan("moments", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+		c := graph.NewUnflattener(carry)
+		mo := momentsState{Sb: c.Mat(n, n), Se: c.Mat(n, n), Sbe: c.Mat(n, n)}
+		L := graph.NewUnflattener(xs[1]).Mat(k, n)
+		K, nm := momentsStep(pointFromFlat(s, xs[0]), L, mo)
+		return graph.Flatten(nm.Sb, nm.Se, nm.Sbe), graph.Flatten(K, mo.Sb, mo.Se, mo.Sbe)
+	}, init, [][]*graph.Value{lin.Steps, gains}, nil, false)
+}
+
+// GainsOf reads the flat gains of BackwardPassFlow back, for the unrolled form.
+func GainsOf(s *models.Symbolic, flat []*graph.Value) Gains {
+	n, k, _, _, _ := dims(s)
+	g := Gains{L: make([]graph.Mat, len(flat)), l: make([]graph.Vec, len(flat)), H: make([]graph.Mat, len(flat))}
+	for t, v := range flat {
+		u := graph.NewUnflattener(v.Scalars())
+		g.L[t], g.l[t], g.H[t] = u.Mat(k, n), u.Vec(k), u.Mat(k, k)
+		u.Done()
+	}
+	return g
+}
+
+// StepGains reads one step's flat gains (L, l, H̃) inside a stage.
+func StepGains(s *models.Symbolic, flat []graph.S) (L graph.Mat, l graph.Vec, H graph.Mat) {
+	n, k, _, _, _ := dims(s)
+	u := graph.NewUnflattener(flat)
+	L, l, H = u.Mat(k, n), u.Vec(k), u.Mat(k, k)
+	u.Done()
+	return L, l, H
+}
+
+// StepKalman reads one step's flat Kalman gain (n×m) inside a stage.
+func StepKalman(s *models.Symbolic, flat []graph.S) graph.Mat {
+	n, _, _, m, _ := dims(s)
+	return graph.NewUnflattener(flat).Mat(n, m)
+}
+
+// matsOf reads flat r×c matrices back, for the unrolled form.
+func matsOf(flat []*graph.Value, r, c int) []graph.Mat {
+	out := make([]graph.Mat, len(flat))
+	for t, v := range flat {
+		out[t] = graph.NewUnflattener(v.Scalars()).Mat(r, c)
+	}
+	return out
+}

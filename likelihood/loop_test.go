@@ -1,0 +1,69 @@
+package likelihood
+
+import (
+	"math"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// loopConfigs are every method, observability and linearization.
+var loopConfigs = []Options{
+	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData},
+	{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData},
+	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeMean},
+	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData, FirstOrderNoise: true},
+	{Method: MCEBaseline, Linearize: LinearizeData},
+	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeILQG},
+	{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeILQG},
+	{Method: MCEBaseline, Linearize: LinearizeILQG},
+}
+
+// assertFormsAgree evaluates two rows of trials (the second with a shifted θ and a padded
+// trial) in the unrolled and the looped form on backend name and asserts equal values and
+// gradients to 1e-9 relative.
+func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
+	b, err := graph.NewBackend(backend)
+	require.NoError(t, err)
+	for _, name := range tasks {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		natural, theta := testTheta(m.Spec())
+		trials := simulateTrials(t, m, control.ObservePartial, natural, 3, steps, 2)
+		th2 := append([]float64(nil), theta...)
+		th2[0] += 0.2
+		for _, opts := range loopConfigs {
+			var lls [2][]float64
+			var grads [2][][]float64
+			for i, form := range []Form{FormUnrolled, FormLooped} {
+				o := opts
+				o.Form = form
+				e, err := New(m, b, o)
+				require.NoError(t, err)
+				d, err := e.Prepare([][][][]float64{trials, trials[:2]}, 3)
+				require.NoError(t, err)
+				lls[i], grads[i], err = e.Eval(d, [][]float64{theta, th2})
+				require.NoError(t, err, "%s %+v %s", name, opts, form)
+			}
+			for r := range 2 {
+				require.False(t, math.IsInf(lls[0][r], 0), "%s %+v: not finite", name, opts)
+				assert.InEpsilon(t, lls[0][r], lls[1][r], 1e-9, "%s %+v row %d loglik", name, opts, r)
+				for j := range grads[0][r] {
+					assert.InDelta(t, grads[0][r][j], grads[1][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])),
+						"%s %+v row %d grad %d", name, opts, r, j)
+				}
+			}
+		}
+	}
+}
+
+// TestLoopedEqualsUnrolled: the looped form (one compiled step per recursion, reverse mode
+// over the steps) gives the unrolled graph's values and gradients on every task, method,
+// observability and linearization.
+func TestLoopedEqualsUnrolled(t *testing.T) {
+	assertFormsAgree(t, graph.BackendGo, []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"}, 6)
+}

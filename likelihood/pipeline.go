@@ -1,0 +1,265 @@
+package likelihood
+
+import (
+	"fmt"
+
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// Form selects how the recursions over time are run (see graph.Flow).
+type Form string
+
+const (
+	// FormAuto is FormLooped on backends that compile slowly (XLA), FormUnrolled otherwise.
+	FormAuto Form = ""
+	// FormUnrolled builds one graph with every time step in it, differentiated by GoMLX.
+	FormUnrolled Form = "unrolled"
+	// FormLooped compiles each stage and each recursion's step once and runs the steps from Go,
+	// with reverse mode over the recorded steps for the gradient.
+	FormLooped Form = "looped"
+)
+
+// Forms lists the valid Form values (FormAuto written "auto").
+var Forms = []Form{"auto", FormUnrolled, FormLooped}
+
+// flowInputs are the inputs of the likelihood as Flow values.
+type flowInputs struct {
+	theta             *graph.Value   // fitting scale: p entries, batch [P, 1]
+	X                 []*graph.Value // T+1 states: n entries, batch [P, N]
+	mask              *graph.Value   // 1 entry, [P, N]
+	Xbar, Ubar, Lprev []*graph.Value // LinearizeILQG: the nominal and its gains, batch [P, 1]
+}
+
+// pipeline returns the log-likelihood of each row, summed over its real trials (1 entry,
+// batch [P, 1]), from the inputs: controls → linearization → backward pass → filter gains →
+// belief tracking, each stage a step map or a recursion of the Flow.
+func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
+	s, o := e.sym, e.opts
+	spec := s.Spec
+	n := len(spec.States)
+	T := len(in.X) - 1
+	theta := f.Map("theta", func(g [][]graph.S) [][]graph.S {
+		out := make([]graph.S, len(g[0]))
+		for i, th := range g[0] {
+			out[i] = th
+			if spec.Params[i].Scale == models.Log10Scale {
+				out[i] = graph.Pow10(th)
+			}
+		}
+		return [][]graph.S{out}
+	}, in.theta)[0]
+	controls := func(name string, X []*graph.Value) []*graph.Value {
+		return f.MapSteps(name, func(g [][]graph.S) [][]graph.S {
+			return [][]graph.S{EstimateControl(s, g[2], g[0], g[1], o.GaussNewtonIters)}
+		}, [][]*graph.Value{X[:T], X[1:]}, theta)[0]
+	}
+
+	var Uhat, Xbar, Ubar []*graph.Value
+	if o.Linearize == LinearizeData || o.Method == MCEBaseline {
+		Uhat = controls("controls", in.X)
+	}
+	switch o.Linearize {
+	case LinearizeData:
+		Xbar, Ubar = in.X, Uhat
+	case LinearizeMean:
+		Xbar = f.MapSteps("mean", func(g [][]graph.S) [][]graph.S {
+			return [][]graph.S{maskedMean(g[0], g[1][0])}
+		}, [][]*graph.Value{in.X}, in.mask)[0]
+		Ubar = controls("mean_controls", Xbar)
+	default:
+		Xbar, Ubar = in.Xbar, in.Ubar
+	}
+	lin := control.LinearizeFlow(f, s, theta, Xbar, Ubar)
+	sigma0 := graph.Flatten(graph.ConstMat(spec.InitialBeliefCov()))
+	kalman := func() []*graph.Value { return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0]) }
+	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
+	var gains, K []*graph.Value
+	switch {
+	case o.Method == MCEBaseline || o.Planner == models.PlannerFull:
+		gains = control.BackwardPassFlow(f, lin, o.Solver.Eps)
+		if partialAgent {
+			K = kalman()
+		}
+	case o.Linearize != LinearizeILQG:
+		K = kalman()
+		gains = control.BackwardPassPartialFlow(f, lin, K, o.Solver.Eps)
+	default: // partially observable iLQG around its own solution
+		zero := graph.Flatten(graph.NewMat(n, n))
+		init := f.Map("moments_init", constant(graph.Flatten(zero, sigma0, zero)))[0]
+		_, K = control.ClosedLoopMomentsFlow(f, lin, in.Lprev, init)
+		gains = control.BackwardPassPartialFlow(f, lin, K, o.Solver.Eps)
+	}
+
+	agent := func(g []graph.S, xbar, ubar []graph.S, k []graph.S) *Agent {
+		a := &Agent{Xbar: xbar, Ubar: ubar, Temperature: o.Temperature, FirstOrderNoise: o.FirstOrderNoise}
+		a.L, a.l, a.H = control.StepGains(s, g)
+		if k != nil {
+			a.K = control.StepKalman(s, k)
+		}
+		return a
+	}
+	var perStep []*graph.Value
+	switch {
+	case o.Method == MCEBaseline:
+		seqs := [][]*graph.Value{in.X[:T], Uhat, gains, Xbar[:T]}
+		if o.Linearize != LinearizeData { // else the linearization's controls are Uhat
+			seqs = append(seqs, Ubar)
+		}
+		perStep = f.MapSteps("baseline", func(g [][]graph.S) [][]graph.S {
+			ubar := g[1]
+			if len(g) > 4 {
+				ubar = g[4]
+			}
+			return [][]graph.S{{Baseline(g[1], g[0], agent(g[2], g[3], ubar, nil))}}
+		}, seqs)[0]
+	case o.Observe == control.ObserveFull:
+		perStep = f.MapSteps("full", func(g [][]graph.S) [][]graph.S {
+			return [][]graph.S{{FullyObservable(s, g[5], g[0], g[1], agent(g[2], g[3], g[4], nil), o.Jitter)}}
+		}, [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}, theta)[0]
+	default:
+		prior := Prior(spec)
+		if o.Prior != nil {
+			prior = graph.ConstMat(o.Prior)
+		}
+		init := f.Map("belief_init", func(g [][]graph.S) [][]graph.S {
+			return [][]graph.S{graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))}
+		}, in.X[0])[0]
+		final, _ := f.Scan("tracking", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
+			c := graph.NewUnflattener(carry)
+			b := Belief{Mean: c.Vec(n), Cov: c.Mat(n, n)}
+			total := c.Scalar()
+			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], agent(xs[2], xs[4], xs[5], xs[3]), b, o.Jitter)
+			return graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll)), nil
+		}, init, [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}, []*graph.Value{theta}, false)
+		perStep = []*graph.Value{f.Map("tracking_total", func(g [][]graph.S) [][]graph.S {
+			return [][]graph.S{{g[0][len(g[0])-1]}}
+		}, final)[0]}
+	}
+	return f.Map("rows", func(g [][]graph.S) [][]graph.S {
+		ll := graph.Sum(func() []graph.S {
+			terms := make([]graph.S, len(g)-1)
+			for t := range terms {
+				terms[t] = g[t][0]
+			}
+			return terms
+		}()...)
+		mask := g[len(g)-1][0]
+		return [][]graph.S{{rowSums(ll, mask)}}
+	}, append(perStep, in.mask)...)[0]
+}
+
+// constant returns a stage function without inputs that gives the constants c.
+func constant(c []graph.S) graph.MapFunc {
+	return func([][]graph.S) [][]graph.S { return [][]graph.S{c} }
+}
+
+// maskedMean returns the mean over the trials axis (the last) of the states x where mask is
+// positive, with that axis kept at size 1.
+func maskedMean(x []graph.S, mask graph.S) []graph.S {
+	m := mask.Node(graph.Graph(mask))
+	last := m.Rank() - 1
+	count := graph.N(G.ReduceAndKeep(m, G.ReduceSum, last))
+	out := make([]graph.S, len(x))
+	for i, xi := range x {
+		sum := G.ReduceAndKeep(graph.Mul(xi, mask).Node(m.Graph()), G.ReduceSum, last)
+		out[i] = graph.Div(graph.N(sum), count)
+	}
+	return out
+}
+
+// rowSums returns the sum over the trials axis (the last) of ll where mask is positive, with
+// that axis kept at size 1.
+func rowSums(ll, mask graph.S) graph.S {
+	m := mask.Node(graph.Graph(mask))
+	l := graph.Materialize(m.Graph(), ll, m.Shape().Dimensions...)
+	masked := G.Where(G.GreaterThan(m, G.ZerosLike(m)), l, G.ZerosLike(l))
+	return graph.N(G.ReduceAndKeep(masked, G.ReduceSum, m.Rank()-1))
+}
+
+// looped reports whether the evaluator runs its recursions looped.
+func (e *Evaluator) looped() bool {
+	switch e.opts.Form {
+	case FormLooped:
+		return true
+	case FormUnrolled:
+		return false
+	}
+	return graph.CompilesSlowly(e.backend)
+}
+
+// evalLooped is EvalAt in the looped form: the inputs are uploaded once, every stage and
+// step is a compiled program, and the gradient is reverse mode over the tape.
+func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy) (loglik, grad []float64, err error) {
+	spec := e.sym.Spec
+	p, n, k := len(spec.Params), len(spec.States), len(spec.Controls)
+	T, P, N := d.Steps, d.Rows, d.Trials
+	tp := e.engine.NewTape(!e.opts.ValueOnly)
+	defer tp.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("evaluating %s: %v", spec.Name, r)
+		}
+	}()
+	in := flowInputs{
+		theta: tp.Input(flat, p, []int{P, 1}, true),
+		X:     make([]*graph.Value, T+1),
+		mask:  tp.Input(d.mask, 1, []int{P, N}, false),
+	}
+	for t := range T + 1 {
+		in.X[t] = tp.Input(d.states[t*n*P*N:(t+1)*n*P*N], n, []int{P, N}, false)
+	}
+	if e.opts.Linearize == LinearizeILQG {
+		in.Xbar, in.Ubar, in.Lprev = make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
+		for t := range T + 1 {
+			in.Xbar[t] = tp.Input(nominal.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
+		}
+		for t := range T {
+			in.Ubar[t] = tp.Input(nominal.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
+			in.Lprev[t] = tp.Input(nominal.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
+		}
+	}
+	total := e.pipeline(tp, in)
+	loglik = tp.Fetch(total)
+	if e.opts.ValueOnly {
+		return loglik, nil, nil
+	}
+	tp.Backward(total)
+	return loglik, tp.Grad(in.theta), nil
+}
+
+// buildUnrolled is the Program of the unrolled form: inputs θ [p, P, 1], states
+// [T+1, n, P, N], mask [P, N] and, for LinearizeILQG, the nominal [T+1, n, P, 1],
+// [T, k, P, 1] and its gains [T, k, n, P, 1]; outputs the row sums [P] and their gradient
+// [p, P, 1].
+func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
+	spec := e.sym.Spec
+	n, k := len(spec.States), len(spec.Controls)
+	T := in[1].Shape().Dimensions[0] - 1
+	fi := flowInputs{
+		theta: graph.Values(graph.Unstack(in[0], 1))[0],
+		X:     vecValues(graph.Series(graph.Unstack(in[1], 2), T+1, n)),
+		mask:  graph.Values([]graph.S{graph.N(in[2])})[0],
+	}
+	if e.opts.Linearize == LinearizeILQG {
+		fi.Xbar = vecValues(graph.Series(graph.Unstack(in[3], 2), T+1, n))
+		fi.Ubar = vecValues(graph.Series(graph.Unstack(in[4], 2), T, k))
+		fi.Lprev = vecValues(graph.Series(graph.Unstack(in[5], 3), T, k*n))
+	}
+	total := e.pipeline(graph.Unrolled{}, fi).Scalars()[0]
+	rows := G.Reshape(total.Node(g), in[2].Shape().Dimensions[0])
+	if e.opts.ValueOnly {
+		return []*G.Node{rows}
+	}
+	return []*G.Node{rows, G.Gradient(G.ReduceAllSum(rows), in[0])[0]}
+}
+
+func vecValues(vs []graph.Vec) []*graph.Value {
+	out := make([]*graph.Value, len(vs))
+	for t, v := range vs {
+		out[t] = graph.Values(v)[0]
+	}
+	return out
+}
