@@ -242,6 +242,8 @@ func (tp *Tape) Scan(name string, step StepFunc, init *Value, xs [][]*Value, par
 	return carry, ys
 }
 
+// broadcastInts returns the dimensions of the implicit broadcast of dimensions a and b (nil
+// broadcasts to anything), the shorter padded with leading 1s.
 func broadcastInts(a, b []int) []int {
 	if a == nil {
 		return slices.Clone(b)
@@ -375,16 +377,15 @@ func (tp *Tape) Backward(out *Value) {
 // as zeros within a group that has some) give, added to what they already hold, those of its
 // differentiated inputs.
 func (tp *Tape) vjp(c *call) {
-	T := max(c.steps, 1)
 	v := &vjpSpec{ctOut: make([]bool, len(c.outs)), gradIn: make([]bool, c.groups()), accIn: make([]bool, c.groups())}
 	var cts []*tensors.Tensor
-	any := false
+	flows := false
 	for j, o := range c.outs {
 		for _, x := range o {
 			v.ctOut[j] = v.ctOut[j] || (x.lay.nodes > 0 && tp.ct[x] != nil)
 		}
 		if v.ctOut[j] {
-			any = true
+			flows = true
 			for _, x := range o {
 				t := tp.ct[x]
 				if t == nil {
@@ -394,7 +395,7 @@ func (tp *Tape) vjp(c *call) {
 			}
 		}
 	}
-	if !any {
+	if !flows {
 		return
 	}
 	seen := map[*Value]bool{}
@@ -443,7 +444,6 @@ func (tp *Tape) vjp(c *call) {
 			k++
 		}
 	}
-	_ = T
 	for _, t := range cts {
 		tp.owned = append(tp.owned, t)
 	}
@@ -622,11 +622,11 @@ func (b *stageBuilder) pack(res [][]S) {
 				entries = append(entries, Materialize(b.g, x, dims...))
 			}
 		}
-		packed := G.Stack(entries, 0)
-		if c.steps == 0 && len(dims) != len(batch) {
-			packed = G.Reshape(packed, append([]int{lay.nodes}, batch...)...)
+		packedDims := dims // [T, batch...] for a step map
+		if c.steps == 0 {
+			packedDims = batch
 		}
-		b.outs[j] = append(b.outs[j], packed)
+		b.outs[j] = append(b.outs[j], G.Reshape(G.Stack(entries, 0), append([]int{lay.nodes}, packedDims...)...))
 	}
 }
 
@@ -704,11 +704,7 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 			for e := range gs {
 				gs[e] = G.Reshape(gs[e], v0.batch...)
 			}
-			packed = G.Stack(gs, 0)
-			if b.c.steps > 0 {
-				// a shared input of a step map: one cotangent, not one per step
-				packed = G.Reshape(packed, append([]int{v0.lay.nodes}, v0.batch...)...)
-			}
+			packed = G.Stack(gs, 0) // a shared input: one cotangent, not one per step
 		}
 		var parts []*G.Node
 		if i < len(b.c.seqs) {

@@ -305,21 +305,10 @@ func broadcastDims(nodes ...*G.Node) []int {
 		if len(d) == 0 {
 			continue
 		}
-		if dims == nil {
-			dims = slices.Clone(d)
-			continue
-		}
-		if len(d) != len(dims) {
+		if dims != nil && len(d) != len(dims) {
 			panic(fmt.Sprintf("graph: cannot broadcast shapes of ranks %d and %d", len(dims), len(d)))
 		}
-		for i := range d {
-			switch {
-			case dims[i] == 1:
-				dims[i] = d[i]
-			case d[i] != 1 && d[i] != dims[i]:
-				panic(fmt.Sprintf("graph: cannot broadcast dimensions %v and %v", dims, d))
-			}
-		}
+		dims = broadcastInts(dims, d)
 	}
 	return dims
 }
