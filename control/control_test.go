@@ -199,3 +199,33 @@ func TestLightDarkInformationSeeking(t *testing.T) {
 	fullLight, _ := maxMeanX(models.PlannerFull, 1)
 	assert.Greater(t, fullLight, 3.5, "unless it prefers the light")
 }
+
+// TestSolverLoopedEqualsUnrolled: the iLQG solution with the looped rollouts and backward passes
+// equals the unrolled one, for both planners.
+func TestSolverLoopedEqualsUnrolled(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	for _, name := range []string{"reaching", "lightdark"} {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		spec := m.Spec()
+		theta := make([]float64, len(spec.Params))
+		for i, p := range spec.Params {
+			theta[i] = p.Default
+		}
+		for _, planner := range []models.Planner{models.PlannerFull, models.PlannerPartial} {
+			var pols [2]*Policy
+			for i, form := range []string{"unrolled", "looped"} {
+				sv, err := NewSolver(m, 10, b, SolverOptions{Planner: planner, Form: form, MaxIter: 5})
+				require.NoError(t, err)
+				pols[i], err = sv.Solve([][]float64{theta, theta}, nil)
+				require.NoError(t, err)
+			}
+			assert.InDeltaSlice(t, pols[0].Gain, pols[1].Gain, 1e-9, "%s %s gains", name, planner)
+			assert.InDeltaSlice(t, pols[0].Offset, pols[1].Offset, 1e-9, "%s %s offsets", name, planner)
+			assert.InDeltaSlice(t, pols[0].Xbar, pols[1].Xbar, 1e-9, "%s %s nominal", name, planner)
+			assert.InDeltaSlice(t, pols[0].Cost, pols[1].Cost, 1e-9, "%s %s cost", name, planner)
+			assert.Equal(t, pols[0].Iterations, pols[1].Iterations)
+		}
+	}
+}

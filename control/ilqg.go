@@ -40,6 +40,9 @@ type SolverOptions struct {
 	Tol        float64        // stop when the relative cost decrease is below Tol; 0 means 1e-7
 	LineSearch int            // candidate step sizes 1, ½, ¼, …; 0 means 12
 	Eps        float64        // regularization of H; 0 means RegularizationEps
+	// Form of the backward pass's recursions: "unrolled", "looped", or "" for looped on
+	// backends that compile slowly (XLA) and unrolled otherwise (see graph.Flow).
+	Form string
 }
 
 func (o SolverOptions) withDefaults() SolverOptions {
@@ -71,6 +74,7 @@ type Solver struct {
 
 	once                sync.Once
 	rollout, linearized *graph.Program
+	engine              *graph.Engine // the looped backward pass, on backends that compile slowly
 }
 
 // NewSolver returns an iLQG solver for model m with horizon steps on backend b.
@@ -96,6 +100,7 @@ func (sv *Solver) programs() {
 	sv.once.Do(func() {
 		sv.rollout = graph.NewProgram(sv.backend, "ilqg_rollout", sv.buildRollout)
 		sv.linearized = graph.NewProgram(sv.backend, "ilqg_backward", sv.buildBackward)
+		sv.engine = graph.NewEngine(sv.backend)
 	})
 }
 
@@ -212,6 +217,9 @@ func transpose(theta [][]float64) []float64 {
 // X [T+1][n][P][K], U [T][k][P][K] and the costs J [P][K].
 func (sv *Solver) runRollout(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64) (X, U, J []float64, err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
+	if sv.looped() {
+		return sv.runRolloutLooped(thetaT, x0, pol, alphas)
+	}
 	out, err := sv.rollout.Run(thetaT,
 		graph.NewTensor(x0, n, P, 1),
 		graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
@@ -223,51 +231,132 @@ func (sv *Solver) runRollout(thetaT *tensors.Tensor, x0 []float64, pol *Policy, 
 	return out[0].Data, out[1].Data, out[2].Data, nil
 }
 
+func (sv *Solver) looped() bool {
+	return sv.opts.Form == "looped" || (sv.opts.Form != "unrolled" && graph.CompilesSlowly(sv.backend))
+}
+
+// rolloutFlow rolls the control law (xbar, ubar, L, l per step) out from x0 with feed-forward
+// scales alpha (batch [1, K]): per step the group (u_t, x_t), then x_T, and the cost of each
+// candidate (for the partially observable planner, plus its expected spread).
+func (sv *Solver) rolloutFlow(f graph.Flow, theta, x0, alpha *graph.Value, xbar, ubar, L, l []*graph.Value) (ux []*graph.Value, xT, cost *graph.Value) {
+	s := sv.sym
+	n, k := len(s.X), len(s.U)
+	init := f.Map("rollout_init", func(in [][]graph.S) [][]graph.S {
+		return [][]graph.S{graph.Flatten(graph.Vec(in[0]), graph.C(0))}
+	}, x0)[0]
+	final, ux := f.Scan("rollout", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
+		x, c := graph.Vec(carry[:n]), carry[n]
+		Lt := graph.NewUnflattener(xs[2]).Mat(k, n)
+		u := graph.VecAdd(graph.VecAdd(xs[1], graph.VecScale(ps[1][0], xs[3])), graph.MatVec(Lt, graph.VecSub(x, xs[0])))
+		pt := At(s, ps[0], x, u)
+		return graph.Flatten(pt.F0(), graph.Add(c, pt.Cost())), graph.Flatten(u, x)
+	}, init, [][]*graph.Value{xbar[:len(ubar)], ubar, L, l}, []*graph.Value{theta, alpha}, false)
+	parts := f.Map("rollout_final", func(in [][]graph.S) [][]graph.S {
+		x := graph.Vec(in[0][:n])
+		return [][]graph.S{x, {graph.Add(in[0][n], At(s, in[1], x, nil).FinalCost())}}
+	}, final, theta)
+	xT, cost = parts[0], parts[1]
+	if sv.opts.Planner != models.PlannerPartial {
+		return ux, xT, cost
+	}
+	// The partially observable agent weighs the spread that estimation errors and noise add
+	// to the cost: compare candidates by their expected cost.
+	split := f.MapSteps("rollout_split", func(in [][]graph.S) [][]graph.S {
+		return [][]graph.S{in[0][k:], in[0][:k]}
+	}, [][]*graph.Value{ux})
+	X := append(split[0], xT)
+	lin := LinearizeFlow(f, s, theta, X, split[1])
+	zero := graph.Flatten(graph.NewMat(n, n))
+	mInit := f.Map("moments_init", func([][]graph.S) [][]graph.S {
+		return [][]graph.S{graph.Flatten(zero, graph.ConstMat(s.Spec.InitialBeliefCov()), zero)}
+	})[0]
+	mFinal, mSteps := ClosedLoopMomentsFlow(f, lin, L, mInit)
+	m := len(s.H0)
+	moments := func(flat []graph.S, skip int) momentsState {
+		u := graph.NewUnflattener(flat[skip:])
+		return momentsState{Sb: u.Mat(n, n), Se: u.Mat(n, n), Sbe: u.Mat(n, n)}
+	}
+	spread := f.MapSteps("spread", func(in [][]graph.S) [][]graph.S {
+		return [][]graph.S{{spreadStep(pointFromFlat(s, in[0]), graph.NewUnflattener(in[1]).Mat(k, n), moments(in[2], n*m))}}
+	}, [][]*graph.Value{lin.Steps, L, mSteps})[0]
+	terms := append([]*graph.Value{cost, lin.Final, mFinal}, spread...)
+	cost = f.Map("rollout_cost", func(in [][]graph.S) [][]graph.S {
+		total := graph.Add(in[0][0], spreadFinal(finalFromFlat(s, in[1]).FinalQ(), moments(in[2], 0)))
+		for _, sp := range in[3:] {
+			total = graph.Add(total, sp[0])
+		}
+		return [][]graph.S{{total}}
+	}, terms...)[0]
+	return ux, xT, cost
+}
+
 func (sv *Solver) buildRollout(g *G.Graph, in []*G.Node) []*G.Node {
-	theta := graph.Unstack(in[0], 1)
-	x := graph.Vec(graph.Unstack(in[1], 1))
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
-	xbar := graph.Series(graph.Unstack(in[2], 2), T+1, n)
-	ubar := graph.Series(graph.Unstack(in[3], 2), T, k)
-	L := graph.MatSeries(graph.Unstack(in[4], 3), T, k, n)
-	l := graph.Series(graph.Unstack(in[5], 2), T, k)
-	alpha := graph.N(in[6])
+	series := func(x *G.Node, lead, d int) []*graph.Value {
+		flat := graph.Unstack(x, lead)
+		out := make([]*graph.Value, len(flat)/d)
+		for t := range out {
+			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
+		}
+		return out
+	}
 	P, K := in[1].Shape().Dimensions[1], in[6].Shape().Dimensions[1]
-	X, U := []graph.Vec{x}, make([]graph.Vec, T)
-	cost := graph.C(0)
-	for t := range T {
-		u := graph.VecAdd(graph.VecAdd(ubar[t], graph.VecScale(alpha, l[t])), graph.MatVec(L[t], graph.VecSub(x, xbar[t])))
-		pt := At(sv.sym, theta, x, u)
-		cost = graph.Add(cost, pt.Cost())
-		x = pt.F0()
-		X, U[t] = append(X, x), u
-	}
-	tr := Linearize(sv.sym, theta, X, U)
-	cost = graph.Add(cost, tr.Final.FinalCost())
-	if sv.opts.Planner == models.PlannerPartial {
-		// The partially observable agent weighs the spread that estimation errors and noise
-		// add to the cost: compare candidates by their expected cost.
-		mo := ClosedLoopMoments(tr, L, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()))
-		cost = graph.Add(cost, mo.ExpectedCostSpread(tr, L))
-	}
+	one := func(x *G.Node, lead int) *graph.Value { return graph.Values(graph.Unstack(x, lead))[0] }
+	ux, xT, cost := sv.rolloutFlow(graph.Unrolled{}, one(in[0], 1), one(in[1], 1), graph.Values([]graph.S{graph.N(in[6])})[0],
+		series(in[2], 2, n), series(in[3], 2, k), series(in[4], 3, k*n), series(in[5], 2, k))
 	var xs, us []graph.S
-	for _, v := range X {
-		xs = append(xs, v...)
+	for _, v := range ux {
+		us = append(us, v.Scalars()[:k]...)
+		xs = append(xs, v.Scalars()[k:]...)
 	}
-	for _, v := range U {
-		us = append(us, v...)
-	}
+	xs = append(xs, xT.Scalars()...)
 	batch := []int{P, K}
 	return []*G.Node{
 		graph.Stack(g, xs, []int{T + 1, n}, batch),
 		graph.Stack(g, us, []int{T, k}, batch),
-		graph.Materialize(g, cost, batch...),
+		graph.Materialize(g, cost.Scalars()[0], batch...),
 	}
 }
 
-// runBackward linearizes around the policy's nominal trajectory and replaces its gains.
-func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) error {
+// runRolloutLooped is runRollout in the looped form.
+func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64) (X, U, J []float64, err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
+	K := len(alphas)
+	tp := sv.engine.NewTape(false)
+	defer tp.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("iLQG rollout: %v", r)
+		}
+	}()
+	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
+	xbar, ubar, L, l := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T), make([]*graph.Value, T)
+	for t := range T + 1 {
+		xbar[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
+	}
+	for t := range T {
+		ubar[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
+		L[t] = tp.Input(pol.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
+		l[t] = tp.Input(pol.Offset[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
+	}
+	ux, xT, cost := sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
+	X, U = make([]float64, (T+1)*n*P*K), make([]float64, T*k*P*K)
+	for t, v := range ux {
+		flat := tp.Fetch(v) // [k + n][P·K]
+		copy(U[t*k*P*K:], flat[:k*P*K])
+		copy(X[t*n*P*K:], flat[k*P*K:])
+	}
+	copy(X[T*n*P*K:], tp.Fetch(xT))
+	return X, U, tp.Fetch(cost), nil
+}
+
+// runBackward linearizes around the policy's nominal trajectory and replaces its gains: one
+// unrolled graph where compiling is cheap, else looped over compiled steps (graph.Flow).
+func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) (err error) {
+	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
+	if sv.looped() {
+		return sv.runBackwardLooped(thetaT, pol)
+	}
 	out, err := sv.linearized.Run(thetaT,
 		graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
 		graph.NewTensor(pol.Gain, T, k, n, P, 1))
@@ -278,21 +367,36 @@ func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) error {
 	return nil
 }
 
-func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
-	theta := graph.Unstack(in[0], 1)
-	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
-	X := graph.Series(graph.Unstack(in[1], 2), T+1, n)
-	U := graph.Series(graph.Unstack(in[2], 2), T, k)
-	P := in[1].Shape().Dimensions[2]
-	tr := Linearize(sv.sym, theta, X, U)
-	var gains Gains
-	if sv.opts.Planner == models.PlannerPartial {
-		Lprev := graph.MatSeries(graph.Unstack(in[3], 3), T, k, n)
-		K := FilterGainsPartial(tr, Lprev, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()))
-		gains = BackwardPassPartial(tr, K, sv.opts.Eps)
-	} else {
-		gains = BackwardPass(tr, sv.opts.Eps)
+// backwardFlow returns the gains (flat L, l, H̃ per step) of the problem linearized around
+// (X, U) with parameters theta (natural units); the partially observable planner filters
+// with the closed-loop Kalman gains of the previous gains Lprev.
+func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev []*graph.Value) []*graph.Value {
+	lin := LinearizeFlow(f, sv.sym, theta, X, U)
+	if sv.opts.Planner != models.PlannerPartial {
+		return BackwardPassFlow(f, lin, sv.opts.Eps)
 	}
+	n := len(sv.sym.X)
+	zero := graph.Flatten(graph.NewMat(n, n))
+	init := f.Map("moments_init", func([][]graph.S) [][]graph.S {
+		return [][]graph.S{graph.Flatten(zero, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()), zero)}
+	})[0]
+	_, K := ClosedLoopMomentsFlow(f, lin, Lprev, init)
+	return BackwardPassPartialFlow(f, lin, K, sv.opts.Eps)
+}
+
+func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
+	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
+	P := in[1].Shape().Dimensions[2]
+	series := func(x *G.Node, lead, d int) []*graph.Value {
+		flat := graph.Unstack(x, lead)
+		out := make([]*graph.Value, len(flat)/d)
+		for t := range out {
+			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
+		}
+		return out
+	}
+	theta := graph.Values(graph.Unstack(in[0], 1))[0]
+	gains := GainsOf(sv.sym, sv.backwardFlow(graph.Unrolled{}, theta, series(in[1], 2, n), series(in[2], 2, k), series(in[3], 3, k*n)))
 	var Ls, ls, Hs []graph.S
 	for t := range T {
 		for i := range k {
@@ -307,4 +411,35 @@ func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 		graph.Stack(g, ls, []int{T, k}, batch),
 		graph.Stack(g, Hs, []int{T, k, k}, batch),
 	}
+}
+
+// runBackwardLooped is runBackward in the looped form.
+func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err error) {
+	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
+	tp := sv.engine.NewTape(false)
+	defer tp.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("iLQG backward pass: %v", r)
+		}
+	}()
+	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
+	X, U, Lprev := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
+	for t := range T + 1 {
+		X[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
+	}
+	for t := range T {
+		U[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
+		Lprev[t] = tp.Input(pol.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
+	}
+	gains := sv.backwardFlow(tp, theta, X, U, Lprev)
+	Gain, Offset, Hessian := make([]float64, T*k*n*P), make([]float64, T*k*P), make([]float64, T*k*k*P)
+	for t, v := range gains {
+		flat := tp.Fetch(v) // [k·n + k + k·k][P]
+		copy(Gain[t*k*n*P:], flat[:k*n*P])
+		copy(Offset[t*k*P:], flat[k*n*P:(k*n+k)*P])
+		copy(Hessian[t*k*k*P:], flat[(k*n+k)*P:])
+	}
+	pol.Gain, pol.Offset, pol.Hessian = Gain, Offset, Hessian
+	return nil
 }

@@ -128,23 +128,36 @@ func momentsStep(p *Point, L graph.Mat, mo momentsState) (K graph.Mat, next mome
 // worth seeking: a path that reduces the estimation error lowers it.
 func (mo *Moments) ExpectedCostSpread(tr *Trajectory, L []graph.Mat) graph.S {
 	total := graph.C(0)
-	traceProd := func(A, B graph.Mat) graph.S { // Σ_ij A_ij B_ij
-		s := graph.C(0)
-		for i := range A {
-			for j := range A[i] {
-				s = graph.Add(s, graph.Mul(A[i][j], B[i][j]))
-			}
-		}
-		return s
-	}
-	sx := func(t int) graph.Mat {
-		return graph.MatAdd(graph.MatAdd(mo.Sb[t], mo.Se[t]), symPlusT(mo.Sbe[t]))
-	}
 	for t, p := range tr.Steps {
-		total = graph.Add(total, graph.Scale(0.5, traceProd(p.Q(), sx(t))))
-		total = graph.Add(total, graph.Scale(0.5, traceProd(p.R(), graph.Sandwich(L[t], mo.Sb[t]))))
-		total = graph.Add(total, traceProd(p.P(), graph.MatMul(L[t], graph.MatAdd(mo.Sb[t], mo.Sbe[t]))))
+		total = graph.Add(total, spreadStep(p, L[t], momentsState{Sb: mo.Sb[t], Se: mo.Se[t], Sbe: mo.Sbe[t]}))
 	}
 	T := len(tr.Steps)
-	return graph.Add(total, graph.Scale(0.5, traceProd(tr.Final.FinalQ(), sx(T))))
+	return graph.Add(total, spreadFinal(tr.Final.FinalQ(), momentsState{Sb: mo.Sb[T], Se: mo.Se[T], Sbe: mo.Sbe[T]}))
+}
+
+// traceProd returns Σ_ij A_ij B_ij.
+func traceProd(A, B graph.Mat) graph.S {
+	s := graph.C(0)
+	for i := range A {
+		for j := range A[i] {
+			s = graph.Add(s, graph.Mul(A[i][j], B[i][j]))
+		}
+	}
+	return s
+}
+
+func (mo momentsState) sx() graph.Mat {
+	return graph.MatAdd(graph.MatAdd(mo.Sb, mo.Se), symPlusT(mo.Sbe))
+}
+
+// spreadStep is the term of step t of ExpectedCostSpread, with p the model at step t.
+func spreadStep(p *Point, L graph.Mat, mo momentsState) graph.S {
+	total := graph.Scale(0.5, traceProd(p.Q(), mo.sx()))
+	total = graph.Add(total, graph.Scale(0.5, traceProd(p.R(), graph.Sandwich(L, mo.Sb))))
+	return graph.Add(total, traceProd(p.P(), graph.MatMul(L, graph.MatAdd(mo.Sb, mo.Sbe))))
+}
+
+// spreadFinal is the final term of ExpectedCostSpread.
+func spreadFinal(finalQ graph.Mat, mo momentsState) graph.S {
+	return graph.Scale(0.5, traceProd(finalQ, mo.sx()))
 }

@@ -118,6 +118,9 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		o.GaussNewtonIters = DefaultGaussNewtonIters
 	}
 	o.Solver.Planner = o.Planner
+	if o.Form != FormAuto && o.Form != "auto" {
+		o.Solver.Form = string(o.Form)
+	}
 	if o.Solver.Eps == 0 {
 		o.Solver.Eps = control.RegularizationEps
 	}
