@@ -229,3 +229,35 @@ func TestSolverLoopedEqualsUnrolled(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateLoopedEqualsUnrolled: the looped simulation gives the unrolled one's states,
+// with and without observation noise and policy noise.
+func TestSimulateLoopedEqualsUnrolled(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	for _, name := range []string{"reaching", "lightdark"} {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		spec := m.Spec()
+		theta := make([]float64, len(spec.Params))
+		for i, p := range spec.Params {
+			theta[i] = p.Default
+		}
+		sv, err := NewSolver(m, 8, b, SolverOptions{Planner: spec.Planner, MaxIter: 5})
+		require.NoError(t, err)
+		pol, err := sv.Solve([][]float64{theta}, nil)
+		require.NoError(t, err)
+		for _, observe := range []Observe{ObservePartial, ObserveFull} {
+			var xs [2][][][][]float64
+			for i, form := range []string{"unrolled", "looped"} {
+				xs[i], err = Simulate(m, pol, [][]float64{theta}, b, SimOptions{Observe: observe, Trials: 3, Seed: 4, Temperature: spec.Temperature, Form: form})
+				require.NoError(t, err)
+			}
+			for r := range xs[0][0] {
+				for tt := range xs[0][0][r] {
+					assert.InDeltaSlice(t, xs[0][0][r][tt], xs[1][0][r][tt], 1e-12, "%s %s trial %d t=%d", name, observe, r, tt)
+				}
+			}
+		}
+	}
+}

@@ -27,6 +27,7 @@ type SimOptions struct {
 	Trials      int     // trajectories per problem
 	Seed        uint64
 	Temperature float64 // maximum-causal-entropy policy noise: covariance Temperature·H̃⁻¹; 0 for none
+	Form        string  // "unrolled", "looped", or "" for looped on backends that compile slowly
 }
 
 // Simulate runs an agent that follows pol (one control law per problem) in the stochastic
@@ -81,19 +82,26 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			}
 		}
 	}
-	prog := graph.NewProgram(b, "simulate", func(g *G.Graph, in []*G.Node) []*G.Node {
-		return buildSimulation(g, s, in, T, opts)
-	})
-	out, err := prog.Run(
-		graph.NewTensor(transpose(theta), len(spec.Params), P, 1),
-		graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
-		graph.NewTensor(pol.Gain, T, k, n, P, 1), graph.NewTensor(pol.Offset, T, k, P, 1),
-		graph.NewTensor(pol.Hessian, T, k, k, P, 1),
-		graph.NewTensor(v, T, nv, P, M), graph.NewTensor(w, T, nw, P, M), graph.NewTensor(xi, T, k, P, M))
-	if err != nil {
-		return nil, err
+	var X []float64 // [T+1][n][P][M]
+	if opts.Form == "looped" || (opts.Form != "unrolled" && graph.CompilesSlowly(b)) {
+		if X, err = simulateLooped(b, s, theta, pol, v, w, xi, M, opts); err != nil {
+			return nil, err
+		}
+	} else {
+		prog := graph.NewProgram(b, "simulate", func(g *G.Graph, in []*G.Node) []*G.Node {
+			return buildSimulation(g, s, in, T, opts)
+		})
+		out, err := prog.Run(
+			graph.NewTensor(transpose(theta), len(spec.Params), P, 1),
+			graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
+			graph.NewTensor(pol.Gain, T, k, n, P, 1), graph.NewTensor(pol.Offset, T, k, P, 1),
+			graph.NewTensor(pol.Hessian, T, k, k, P, 1),
+			graph.NewTensor(v, T, nv, P, M), graph.NewTensor(w, T, nw, P, M), graph.NewTensor(xi, T, k, P, M))
+		if err != nil {
+			return nil, err
+		}
+		X = out[0].Data
 	}
-	X := out[0].Data // [T+1][n][P][M]
 	res := make([][][][]float64, P)
 	for p := range P {
 		res[p] = make([][][]float64, M)
@@ -142,48 +150,111 @@ func (e *DivergedError) Error() string {
 	return fmt.Sprintf("simulation diverged for %d problem(s); first: %s", len(e.Problems), e.First)
 }
 
-func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts SimOptions) []*G.Node {
+// simulationFlow runs the agent of Simulate: per step, the control law (xbar, ubar, gains as
+// flat L, l, H̃) and the standard normal noises v (state), w (observation) and xi (policy);
+// it returns x_1, …, x_T.
+func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, ubar, gains, v, w, xi []*graph.Value, opts SimOptions) []*graph.Value {
 	spec := s.Spec
-	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	theta := graph.Unstack(in[0], 1)
-	xbar := graph.Series(graph.Unstack(in[1], 2), T+1, n)
-	ubar := graph.Series(graph.Unstack(in[2], 2), T, k)
-	L := graph.MatSeries(graph.Unstack(in[3], 3), T, k, n)
-	l := graph.Series(graph.Unstack(in[4], 2), T, k)
-	H := graph.MatSeries(graph.Unstack(in[5], 3), T, k, k)
-	v := graph.Series(graph.Unstack(in[6], 2), T, nv)
-	w := graph.Series(graph.Unstack(in[7], 2), T, nw)
-	xi := graph.Series(graph.Unstack(in[8], 2), T, k)
-	dims := in[6].Shape().Dimensions[2:]
-
-	x := make(graph.Vec, n)
-	for i := range n {
-		x[i] = graph.C(spec.X0[i])
+	n := len(spec.States)
+	partial := opts.Observe == ObservePartial
+	init := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
+	if partial { // the belief mean and its covariance
+		init = graph.Flatten(init, init, graph.ConstMat(spec.InitialBeliefCov()))
 	}
-	belief := x
-	cov := graph.ConstMat(spec.InitialBeliefCov())
-	var xs []graph.S
-	xs = append(xs, x...)
-	for t := range T {
-		acting := belief
-		if opts.Observe == ObserveFull {
-			acting = x
+	start := f.Map("simulate_init", func([][]graph.S) [][]graph.S { return [][]graph.S{init} })[0]
+	_, xs := f.Scan("simulate", func(carry []graph.S, in, ps [][]graph.S) (next, y []graph.S) {
+		c := graph.NewUnflattener(carry)
+		x := c.Vec(n)
+		acting := x
+		var belief graph.Vec
+		var cov graph.Mat
+		if partial {
+			belief, cov = c.Vec(n), c.Mat(n, n)
+			acting = belief
 		}
-		u := graph.VecAdd(graph.VecAdd(ubar[t], l[t]), graph.MatVec(L[t], graph.VecSub(acting, xbar[t])))
+		L, l, H := StepGains(s, in[2])
+		u := graph.VecAdd(graph.VecAdd(in[1], l), graph.MatVec(L, graph.VecSub(acting, in[0])))
 		if opts.Temperature > 0 {
 			// Noise with covariance temperature·H̃⁻¹: √temperature·Lh⁻ᵀξ with H̃ = Lh·Lhᵀ.
-			noise := graph.SolveLowerT(graph.Chol(H[t]), graph.Col(xi[t])).ColVec(0)
+			noise := graph.SolveLowerT(graph.Chol(H), graph.Col(in[5])).ColVec(0)
 			u = graph.VecAdd(u, graph.VecScale(graph.C(math.Sqrt(opts.Temperature)), noise))
 		}
-		if opts.Observe == ObservePartial {
-			y := At(s, theta, x, nil).Observation(w[t])
+		theta := ps[0]
+		if partial {
+			y := At(s, theta, x, nil).Observation(in[4])
 			pb := At(s, theta, belief, u)
 			var K graph.Mat
 			K, cov = kalmanStep(pb.A(), pb.F(), graph.Gram(pb.W()), graph.Gram(pb.V()), cov)
 			belief = graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(y, pb.H0())))
 		}
-		x = At(s, theta, x, u).Dynamics(v[t])
-		xs = append(xs, x...)
+		x = At(s, theta, x, u).Dynamics(in[3])
+		if partial {
+			return graph.Flatten(x, belief, cov), x
+		}
+		return x, x
+	}, start, [][]*graph.Value{xbar[:len(ubar)], ubar, gains, v, w, xi}, []*graph.Value{theta}, false)
+	return xs
+}
+
+func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts SimOptions) []*G.Node {
+	spec := s.Spec
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	series := func(x *G.Node, lead, d int) []*graph.Value {
+		flat := graph.Unstack(x, lead)
+		out := make([]*graph.Value, len(flat)/d)
+		for t := range out {
+			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
+		}
+		return out
 	}
-	return []*G.Node{graph.Stack(g, xs, []int{T + 1, n}, dims)}
+	L, l, H := series(in[3], 3, k*n), series(in[4], 2, k), series(in[5], 3, k*k)
+	gains := make([]*graph.Value, T)
+	for t := range T {
+		gains[t] = graph.Values(graph.Flatten(graph.Vec(L[t].Scalars()), graph.Vec(l[t].Scalars()), graph.Vec(H[t].Scalars())))[0]
+	}
+	xs := simulationFlow(graph.Unrolled{}, s, graph.Values(graph.Unstack(in[0], 1))[0], series(in[1], 2, n), series(in[2], 2, k),
+		gains, series(in[6], 2, nv), series(in[7], 2, nw), series(in[8], 2, k), opts)
+	all := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
+	for _, x := range xs {
+		all = append(all, x.Scalars()...)
+	}
+	return []*G.Node{graph.Stack(g, all, []int{T + 1, n}, in[6].Shape().Dimensions[2:])}
+}
+
+// simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
+func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, v, w, xi []float64, M int, opts SimOptions) (X []float64, err error) {
+	spec := s.Spec
+	P, T := pol.Problems, pol.Steps
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	tp := graph.NewEngine(b).NewTape(false)
+	defer tp.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("simulate: %v", r)
+		}
+	}()
+	xbar, ubar, gains := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
+	vs, ws, xis := make([]*graph.Value, T), make([]*graph.Value, T), make([]*graph.Value, T)
+	for t := range T + 1 {
+		xbar[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
+	}
+	for t := range T {
+		ubar[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
+		g := append(append(append([]float64{}, pol.Gain[t*k*n*P:(t+1)*k*n*P]...), pol.Offset[t*k*P:(t+1)*k*P]...), pol.Hessian[t*k*k*P:(t+1)*k*k*P]...)
+		gains[t] = tp.Input(g, k*n+k+k*k, []int{P, 1}, false)
+		vs[t] = tp.Input(v[t*nv*P*M:(t+1)*nv*P*M], nv, []int{P, M}, false)
+		ws[t] = tp.Input(w[t*nw*P*M:(t+1)*nw*P*M], nw, []int{P, M}, false)
+		xis[t] = tp.Input(xi[t*k*P*M:(t+1)*k*P*M], k, []int{P, M}, false)
+	}
+	xs := simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
+	X = make([]float64, (T+1)*n*P*M)
+	for i := range n {
+		for j := range P * M {
+			X[i*P*M+j] = spec.X0[i]
+		}
+	}
+	for t, x := range xs {
+		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
+	}
+	return X, nil
 }
