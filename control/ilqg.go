@@ -292,18 +292,10 @@ func (sv *Solver) rolloutFlow(f graph.Flow, theta, x0, alpha *graph.Value, xbar,
 
 func (sv *Solver) buildRollout(g *G.Graph, in []*G.Node) []*G.Node {
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
-	series := func(x *G.Node, lead, d int) []*graph.Value {
-		flat := graph.Unstack(x, lead)
-		out := make([]*graph.Value, len(flat)/d)
-		for t := range out {
-			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
-		}
-		return out
-	}
 	P, K := in[1].Shape().Dimensions[1], in[6].Shape().Dimensions[1]
 	one := func(x *G.Node, lead int) *graph.Value { return graph.Values(graph.Unstack(x, lead))[0] }
 	ux, xT, cost := sv.rolloutFlow(graph.Unrolled{}, one(in[0], 1), one(in[1], 1), graph.Values([]graph.S{graph.N(in[6])})[0],
-		series(in[2], 2, n), series(in[3], 2, k), series(in[4], 3, k*n), series(in[5], 2, k))
+		graph.SeriesValues(in[2], 2, n), graph.SeriesValues(in[3], 2, k), graph.SeriesValues(in[4], 3, k*n), graph.SeriesValues(in[5], 2, k))
 	var xs, us []graph.S
 	for _, v := range ux {
 		us = append(us, v.Scalars()[:k]...)
@@ -387,16 +379,8 @@ func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev []*
 func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
 	P := in[1].Shape().Dimensions[2]
-	series := func(x *G.Node, lead, d int) []*graph.Value {
-		flat := graph.Unstack(x, lead)
-		out := make([]*graph.Value, len(flat)/d)
-		for t := range out {
-			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
-		}
-		return out
-	}
 	theta := graph.Values(graph.Unstack(in[0], 1))[0]
-	gains := GainsOf(sv.sym, sv.backwardFlow(graph.Unrolled{}, theta, series(in[1], 2, n), series(in[2], 2, k), series(in[3], 3, k*n)))
+	gains := GainsOf(sv.sym, sv.backwardFlow(graph.Unrolled{}, theta, graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k), graph.SeriesValues(in[3], 3, k*n)))
 	var Ls, ls, Hs []graph.S
 	for t := range T {
 		for i := range k {

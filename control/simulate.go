@@ -199,21 +199,13 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts SimOptions) []*G.Node {
 	spec := s.Spec
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	series := func(x *G.Node, lead, d int) []*graph.Value {
-		flat := graph.Unstack(x, lead)
-		out := make([]*graph.Value, len(flat)/d)
-		for t := range out {
-			out[t] = graph.Values(flat[t*d : (t+1)*d])[0]
-		}
-		return out
-	}
-	L, l, H := series(in[3], 3, k*n), series(in[4], 2, k), series(in[5], 3, k*k)
+	L, l, H := graph.SeriesValues(in[3], 3, k*n), graph.SeriesValues(in[4], 2, k), graph.SeriesValues(in[5], 3, k*k)
 	gains := make([]*graph.Value, T)
 	for t := range T {
 		gains[t] = graph.Values(graph.Flatten(graph.Vec(L[t].Scalars()), graph.Vec(l[t].Scalars()), graph.Vec(H[t].Scalars())))[0]
 	}
-	xs := simulationFlow(graph.Unrolled{}, s, graph.Values(graph.Unstack(in[0], 1))[0], series(in[1], 2, n), series(in[2], 2, k),
-		gains, series(in[6], 2, nv), series(in[7], 2, nw), series(in[8], 2, k), opts)
+	xs := simulationFlow(graph.Unrolled{}, s, graph.Values(graph.Unstack(in[0], 1))[0], graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k),
+		gains, graph.SeriesValues(in[6], 2, nv), graph.SeriesValues(in[7], 2, nw), graph.SeriesValues(in[8], 2, k), opts)
 	all := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
 	for _, x := range xs {
 		all = append(all, x.Scalars()...)

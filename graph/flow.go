@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -79,6 +80,17 @@ func Values(groups ...[]S) []*Value {
 	out := make([]*Value, len(groups))
 	for i, g := range groups {
 		out[i] = &Value{s: g}
+	}
+	return out
+}
+
+// SeriesValues splits a node of dimensions [d_1, …, d_lead, batch...] (lead leading axes, see
+// Unstack) into unrolled values of size entries each, in order: the steps of a time series.
+func SeriesValues(x *G.Node, lead, size int) []*Value {
+	flat := Unstack(x, lead)
+	out := make([]*Value, len(flat)/size)
+	for t := range out {
+		out[t] = &Value{s: flat[t*size : (t+1)*size]}
 	}
 	return out
 }

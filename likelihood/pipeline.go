@@ -237,16 +237,15 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
 	spec := e.sym.Spec
 	n, k := len(spec.States), len(spec.Controls)
-	T := in[1].Shape().Dimensions[0] - 1
 	fi := flowInputs{
 		theta: graph.Values(graph.Unstack(in[0], 1))[0],
-		X:     vecValues(graph.Series(graph.Unstack(in[1], 2), T+1, n)),
+		X:     graph.SeriesValues(in[1], 2, n),
 		mask:  graph.Values([]graph.S{graph.N(in[2])})[0],
 	}
 	if e.opts.Linearize == LinearizeILQG {
-		fi.Xbar = vecValues(graph.Series(graph.Unstack(in[3], 2), T+1, n))
-		fi.Ubar = vecValues(graph.Series(graph.Unstack(in[4], 2), T, k))
-		fi.Lprev = vecValues(graph.Series(graph.Unstack(in[5], 3), T, k*n))
+		fi.Xbar = graph.SeriesValues(in[3], 2, n)
+		fi.Ubar = graph.SeriesValues(in[4], 2, k)
+		fi.Lprev = graph.SeriesValues(in[5], 3, k*n)
 	}
 	total := e.pipeline(graph.Unrolled{}, fi).Scalars()[0]
 	rows := G.Reshape(total.Node(g), in[2].Shape().Dimensions[0])
@@ -254,12 +253,4 @@ func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
 		return []*G.Node{rows}
 	}
 	return []*G.Node{rows, G.Gradient(G.ReduceAllSum(rows), in[0])[0]}
-}
-
-func vecValues(vs []graph.Vec) []*graph.Value {
-	out := make([]*graph.Value, len(vs))
-	for t, v := range vs {
-		out[t] = graph.Values(v)[0]
-	}
-	return out
 }
