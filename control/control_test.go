@@ -206,13 +206,7 @@ func TestSolverLoopedEqualsUnrolled(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
 	for _, name := range []string{"reaching", "lightdark"} {
-		m, err := models.Get(name)
-		require.NoError(t, err)
-		spec := m.Spec()
-		theta := make([]float64, len(spec.Params))
-		for i, p := range spec.Params {
-			theta[i] = p.Default
-		}
+		m, _, theta := taskDefaults(t, name)
 		for _, planner := range []models.Planner{models.PlannerFull, models.PlannerPartial} {
 			var pols [2]*Policy
 			for i, form := range []string{"unrolled", "looped"} {
@@ -236,13 +230,7 @@ func TestSimulateLoopedEqualsUnrolled(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
 	for _, name := range []string{"reaching", "lightdark"} {
-		m, err := models.Get(name)
-		require.NoError(t, err)
-		spec := m.Spec()
-		theta := make([]float64, len(spec.Params))
-		for i, p := range spec.Params {
-			theta[i] = p.Default
-		}
+		m, spec, theta := taskDefaults(t, name)
 		sv, err := NewSolver(m, 8, b, SolverOptions{Planner: spec.Planner, MaxIter: 5})
 		require.NoError(t, err)
 		pol, err := sv.Solve([][]float64{theta}, nil)
@@ -260,4 +248,17 @@ func TestSimulateLoopedEqualsUnrolled(t *testing.T) {
 			}
 		}
 	}
+}
+
+// taskDefaults returns the task, its spec and its default parameters.
+func taskDefaults(t *testing.T, name string) (models.Model, models.Spec, []float64) {
+	t.Helper()
+	m, err := models.Get(name)
+	require.NoError(t, err)
+	spec := m.Spec()
+	theta := make([]float64, len(spec.Params))
+	for i, p := range spec.Params {
+		theta[i] = p.Default
+	}
+	return m, spec, theta
 }

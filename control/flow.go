@@ -83,7 +83,7 @@ func (tr *Trajectory) flat() *Linearized {
 // KalmanGainsFlow is KalmanGains run by a Flow: one Kalman gain K_t (n×m, flat) per step.
 func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.Value {
 	s := lin.s
-	n, _, _, m, _ := dims(s)
+	n := len(s.X)
 	_, K := f.Scan("kalman", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
 		p := pointFromFlat(s, xs[0])
 		var VVt graph.Mat
@@ -93,7 +93,6 @@ func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.
 		K, P := kalmanStep(p.A(), p.F(), graph.Gram(p.W()), VVt, graph.NewUnflattener(carry).Mat(n, n))
 		return graph.Flatten(P), graph.Flatten(K)
 	}, init, [][]*graph.Value{lin.Steps}, nil, false)
-	_ = m
 	return K
 }
 
@@ -146,14 +145,20 @@ func ClosedLoopMomentsFlow(f graph.Flow, lin *Linearized, gains []*graph.Value, 
 	}, init, [][]*graph.Value{lin.Steps, gains}, nil, false)
 }
 
+// MomentsInit returns the moments (Sb, Se, Sbe) = (0, Σ0, 0) at which ClosedLoopMomentsFlow
+// starts, Σ0 the task's initial belief covariance.
+func MomentsInit(f graph.Flow, s *models.Symbolic) *graph.Value {
+	n := len(s.X)
+	zero := graph.NewMat(n, n)
+	init := graph.Flatten(zero, graph.ConstMat(s.Spec.InitialBeliefCov()), zero)
+	return f.Map("moments_init", func([][]graph.S) [][]graph.S { return [][]graph.S{init} })[0]
+}
+
 // GainsOf reads the flat gains of BackwardPassFlow back, for the unrolled form.
 func GainsOf(s *models.Symbolic, flat []*graph.Value) Gains {
-	n, k, _, _, _ := dims(s)
 	g := Gains{L: make([]graph.Mat, len(flat)), l: make([]graph.Vec, len(flat)), H: make([]graph.Mat, len(flat))}
 	for t, v := range flat {
-		u := graph.NewUnflattener(v.Scalars())
-		g.L[t], g.l[t], g.H[t] = u.Mat(k, n), u.Vec(k), u.Mat(k, k)
-		u.Done()
+		g.L[t], g.l[t], g.H[t] = StepGains(s, v.Scalars())
 	}
 	return g
 }

@@ -266,11 +266,7 @@ func (sv *Solver) rolloutFlow(f graph.Flow, theta, x0, alpha *graph.Value, xbar,
 	}, [][]*graph.Value{ux})
 	X := append(split[0], xT)
 	lin := LinearizeFlow(f, s, theta, X, split[1])
-	zero := graph.Flatten(graph.NewMat(n, n))
-	mInit := f.Map("moments_init", func([][]graph.S) [][]graph.S {
-		return [][]graph.S{graph.Flatten(zero, graph.ConstMat(s.Spec.InitialBeliefCov()), zero)}
-	})[0]
-	mFinal, mSteps := ClosedLoopMomentsFlow(f, lin, L, mInit)
+	mFinal, mSteps := ClosedLoopMomentsFlow(f, lin, L, MomentsInit(f, s))
 	m := len(s.H0)
 	moments := func(flat []graph.S, skip int) momentsState {
 		u := graph.NewUnflattener(flat[skip:])
@@ -322,15 +318,9 @@ func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Po
 		}
 	}()
 	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
-	xbar, ubar, L, l := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T), make([]*graph.Value, T)
-	for t := range T + 1 {
-		xbar[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
-	}
-	for t := range T {
-		ubar[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
-		L[t] = tp.Input(pol.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
-		l[t] = tp.Input(pol.Offset[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
-	}
+	one := []int{P, 1}
+	xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
+	L, l := tp.Series(pol.Gain, T, k*n, one, false), tp.Series(pol.Offset, T, k, one, false)
 	ux, xT, cost := sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
 	X, U = make([]float64, (T+1)*n*P*K), make([]float64, T*k*P*K)
 	for t, v := range ux {
@@ -367,12 +357,7 @@ func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev []*
 	if sv.opts.Planner != models.PlannerPartial {
 		return BackwardPassFlow(f, lin, sv.opts.Eps)
 	}
-	n := len(sv.sym.X)
-	zero := graph.Flatten(graph.NewMat(n, n))
-	init := f.Map("moments_init", func([][]graph.S) [][]graph.S {
-		return [][]graph.S{graph.Flatten(zero, graph.ConstMat(sv.sym.Spec.InitialBeliefCov()), zero)}
-	})[0]
-	_, K := ClosedLoopMomentsFlow(f, lin, Lprev, init)
+	_, K := ClosedLoopMomentsFlow(f, lin, Lprev, MomentsInit(f, sv.sym))
 	return BackwardPassPartialFlow(f, lin, K, sv.opts.Eps)
 }
 
@@ -408,14 +393,8 @@ func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err er
 		}
 	}()
 	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
-	X, U, Lprev := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
-	for t := range T + 1 {
-		X[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
-	}
-	for t := range T {
-		U[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
-		Lprev[t] = tp.Input(pol.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
-	}
+	one := []int{P, 1}
+	X, U, Lprev := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false), tp.Series(pol.Gain, T, k*n, one, false)
 	gains := sv.backwardFlow(tp, theta, X, U, Lprev)
 	Gain, Offset, Hessian := make([]float64, T*k*n*P), make([]float64, T*k*P), make([]float64, T*k*k*P)
 	for t, v := range gains {

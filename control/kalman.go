@@ -69,7 +69,8 @@ func ClosedLoopMoments(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) *Moments
 	for t := range T {
 		gains[t] = graph.Values(graph.Flatten(L[t]))[0]
 	}
-	init := graph.Values(graph.Flatten(graph.NewMat(n, n), Sigma0, graph.NewMat(n, n)))[0]
+	zero := graph.NewMat(n, n)
+	init := graph.Values(graph.Flatten(zero, Sigma0, zero))[0]
 	final, steps := ClosedLoopMomentsFlow(graph.Unrolled{}, lin, gains, init)
 	mo := &Moments{K: make([]graph.Mat, T), Sb: make([]graph.Mat, T+1), Se: make([]graph.Mat, T+1), Sbe: make([]graph.Mat, T+1)}
 	for t, v := range append(steps, final) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -213,31 +214,32 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 	return []*G.Node{graph.Stack(g, all, []int{T + 1, n}, in[6].Shape().Dimensions[2:])}
 }
 
+// simEngines keeps the compiled programs of the looped simulation across calls, one engine per
+// backend, task, observation mode and temperature (what the step function depends on).
+var simEngines sync.Map
+
 // simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
 func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, v, w, xi []float64, M int, opts SimOptions) (X []float64, err error) {
 	spec := s.Spec
 	P, T := pol.Problems, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	tp := graph.NewEngine(b).NewTape(false)
+	key := fmt.Sprintf("%p|%s|%s|%g", b, spec.Name, opts.Observe, opts.Temperature)
+	eng, _ := simEngines.LoadOrStore(key, graph.NewEngine(b))
+	tp := eng.(*graph.Engine).NewTape(false)
 	defer tp.Release()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("simulate: %v", r)
 		}
 	}()
-	xbar, ubar, gains := make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
-	vs, ws, xis := make([]*graph.Value, T), make([]*graph.Value, T), make([]*graph.Value, T)
-	for t := range T + 1 {
-		xbar[t] = tp.Input(pol.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
-	}
+	one, trials := []int{P, 1}, []int{P, M}
+	gains := make([]*graph.Value, T)
 	for t := range T {
-		ubar[t] = tp.Input(pol.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
 		g := append(append(append([]float64{}, pol.Gain[t*k*n*P:(t+1)*k*n*P]...), pol.Offset[t*k*P:(t+1)*k*P]...), pol.Hessian[t*k*k*P:(t+1)*k*k*P]...)
-		gains[t] = tp.Input(g, k*n+k+k*k, []int{P, 1}, false)
-		vs[t] = tp.Input(v[t*nv*P*M:(t+1)*nv*P*M], nv, []int{P, M}, false)
-		ws[t] = tp.Input(w[t*nw*P*M:(t+1)*nw*P*M], nw, []int{P, M}, false)
-		xis[t] = tp.Input(xi[t*k*P*M:(t+1)*k*P*M], k, []int{P, M}, false)
+		gains[t] = tp.Input(g, k*n+k+k*k, one, false)
 	}
+	xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
+	vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
 	xs := simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
 	X = make([]float64, (T+1)*n*P*M)
 	for i := range n {

@@ -107,14 +107,21 @@ func (tp *Tape) Input(data []float64, k int, batch []int, grad bool) *Value {
 	return &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch), grad: grad}
 }
 
-// Const returns a looped value of constants.
-func (tp *Tape) Const(s []S) *Value {
-	for _, x := range s {
-		if !x.IsConst() {
-			panic("graph: Tape.Const of a node")
-		}
+// Series uploads data, steps groups of k values each of dimensions batch laid out as
+// [steps][k][batch...], as one value per step (see Input).
+func (tp *Tape) Series(data []float64, steps, k int, batch []int, grad bool) []*Value {
+	size := k
+	for _, d := range batch {
+		size *= d
 	}
-	return &Value{lay: newLayout(s)}
+	if len(data) != steps*size {
+		panic(fmt.Sprintf("graph: %d values for %d steps of %d", len(data), steps, size))
+	}
+	out := make([]*Value, steps)
+	for t := range out {
+		out[t] = tp.Input(data[t*size:(t+1)*size], k, batch, grad)
+	}
+	return out
 }
 
 // Fetch returns the values of v as a flat [K][batch...] array, constants included.

@@ -87,9 +87,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		K = kalman()
 		gains = control.BackwardPassPartialFlow(f, lin, K, o.Solver.Eps)
 	default: // partially observable iLQG around its own solution
-		zero := graph.Flatten(graph.NewMat(n, n))
-		init := f.Map("moments_init", constant(graph.Flatten(zero, sigma0, zero)))[0]
-		_, K = control.ClosedLoopMomentsFlow(f, lin, in.Lprev, init)
+		_, K = control.ClosedLoopMomentsFlow(f, lin, in.Lprev, control.MomentsInit(f, s))
 		gains = control.BackwardPassPartialFlow(f, lin, K, o.Solver.Eps)
 	}
 
@@ -205,21 +203,13 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}()
 	in := flowInputs{
 		theta: tp.Input(flat, p, []int{P, 1}, true),
-		X:     make([]*graph.Value, T+1),
+		X:     tp.Series(d.states, T+1, n, []int{P, N}, false),
 		mask:  tp.Input(d.mask, 1, []int{P, N}, false),
 	}
-	for t := range T + 1 {
-		in.X[t] = tp.Input(d.states[t*n*P*N:(t+1)*n*P*N], n, []int{P, N}, false)
-	}
 	if e.opts.Linearize == LinearizeILQG {
-		in.Xbar, in.Ubar, in.Lprev = make([]*graph.Value, T+1), make([]*graph.Value, T), make([]*graph.Value, T)
-		for t := range T + 1 {
-			in.Xbar[t] = tp.Input(nominal.Xbar[t*n*P:(t+1)*n*P], n, []int{P, 1}, false)
-		}
-		for t := range T {
-			in.Ubar[t] = tp.Input(nominal.Ubar[t*k*P:(t+1)*k*P], k, []int{P, 1}, false)
-			in.Lprev[t] = tp.Input(nominal.Gain[t*k*n*P:(t+1)*k*n*P], k*n, []int{P, 1}, false)
-		}
+		one := []int{P, 1}
+		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)
+		in.Lprev = tp.Series(nominal.Gain, T, k*n, one, false)
 	}
 	total := e.pipeline(tp, in)
 	loglik = tp.Fetch(total)
