@@ -262,3 +262,41 @@ func taskDefaults(t *testing.T, name string) (models.Model, models.Spec, []float
 	}
 	return m, spec, theta
 }
+
+// TestSimulateDelay: with a one-step sensorimotor delay the agent senses x_{t−1} at step t
+// (x_0 at t = 0): its first step is the undelayed agent's, later steps differ, and the
+// unrolled and looped forms agree.
+func TestSimulateDelay(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, spec, theta := taskDefaults(t, "pendulum")
+	sv, err := NewSolver(m, 8, b, SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{theta}, nil)
+	require.NoError(t, err)
+	for _, observe := range []Observe{ObservePartial, ObserveFull} {
+		opts := SimOptions{Observe: observe, Trials: 2, Seed: 3, Temperature: spec.Temperature}
+		now, err := Simulate(m, pol, [][]float64{theta}, b, opts)
+		require.NoError(t, err)
+		opts.Delay = 1
+		var late [2][][][][]float64
+		for i, form := range []string{"unrolled", "looped"} {
+			opts.Form = form
+			late[i], err = Simulate(m, pol, [][]float64{theta}, b, opts)
+			require.NoError(t, err)
+		}
+		for r := range now[0] {
+			assert.InDeltaSlice(t, now[0][r][1], late[0][0][r][1], 1e-12, "%s trial %d: x_1 does not depend on the delay", observe, r)
+			diff := 0.0
+			for tt := 2; tt <= 8; tt++ {
+				for i := range now[0][r][tt] {
+					diff = max(diff, math.Abs(now[0][r][tt][i]-late[0][0][r][tt][i]))
+				}
+				assert.InDeltaSlice(t, late[0][0][r][tt], late[1][0][r][tt], 1e-12, "%s trial %d t=%d: unrolled vs looped", observe, r, tt)
+			}
+			assert.Greater(t, diff, 1e-6, "%s trial %d: the delay changes the trajectory", observe, r)
+		}
+	}
+	_, err = Simulate(m, pol, [][]float64{theta}, b, SimOptions{Trials: 1, Delay: 2})
+	assert.Error(t, err)
+}

@@ -28,7 +28,12 @@ type SimOptions struct {
 	Trials      int     // trajectories per problem
 	Seed        uint64
 	Temperature float64 // maximum-causal-entropy policy noise: covariance Temperature·H̃⁻¹; 0 for none
-	Form        string  // "unrolled", "looped", or "" for looped on backends that compile slowly
+	// Delay is a sensorimotor delay in steps, 0 or 1: with 1 the agent at step t observes
+	// x_{t−1} instead of x_t (its observation y_t = h(x_{t−1}, w_t), or, observing the state,
+	// its control law is applied to x_{t−1}; x_{−1} = x_0). The likelihood does not model it;
+	// it is there to test robustness to agents that differ from the model.
+	Delay int
+	Form  string // "unrolled", "looped", or "" for looped on backends that compile slowly
 }
 
 // Simulate runs an agent that follows pol (one control law per problem) in the stochastic
@@ -57,6 +62,9 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	}
 	if opts.Temperature < 0 {
 		return nil, fmt.Errorf("temperature must be >= 0, got %g", opts.Temperature)
+	}
+	if opts.Delay != 0 && opts.Delay != 1 {
+		return nil, fmt.Errorf("delay must be 0 or 1 steps, got %d", opts.Delay)
 	}
 	spec := s.Spec
 	P, M, T := pol.Problems, opts.Trials, pol.Steps
@@ -158,9 +166,13 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 	spec := s.Spec
 	n := len(spec.States)
 	partial := opts.Observe == ObservePartial
-	init := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
+	x0 := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
+	init := x0
 	if partial { // the belief mean and its covariance
-		init = graph.Flatten(init, init, graph.ConstMat(spec.InitialBeliefCov()))
+		init = graph.Flatten(init, x0, graph.ConstMat(spec.InitialBeliefCov()))
+	}
+	if opts.Delay == 1 { // the state the agent senses: the previous one
+		init = graph.Flatten(init, x0)
 	}
 	start := f.Map("simulate_init", func([][]graph.S) [][]graph.S { return [][]graph.S{init} })[0]
 	_, xs := f.Scan("simulate", func(carry []graph.S, in, ps [][]graph.S) (next, y []graph.S) {
@@ -173,6 +185,13 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 			belief, cov = c.Vec(n), c.Mat(n, n)
 			acting = belief
 		}
+		sensed := x
+		if opts.Delay == 1 {
+			sensed = c.Vec(n)
+			if !partial {
+				acting = sensed
+			}
+		}
 		L, l, H := StepGains(s, in[2])
 		u := graph.VecAdd(graph.VecAdd(in[1], l), graph.MatVec(L, graph.VecSub(acting, in[0])))
 		if opts.Temperature > 0 {
@@ -182,17 +201,22 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 		}
 		theta := ps[0]
 		if partial {
-			y := At(s, theta, x, nil).Observation(in[4])
+			y := At(s, theta, sensed, nil).Observation(in[4])
 			pb := At(s, theta, belief, u)
 			var K graph.Mat
 			K, cov = kalmanStep(pb.A(), pb.F(), graph.Gram(pb.W()), graph.Gram(pb.V()), cov)
 			belief = graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(y, pb.H0())))
 		}
+		prev := x
 		x = At(s, theta, x, u).Dynamics(in[3])
+		next = graph.Flatten(x)
 		if partial {
-			return graph.Flatten(x, belief, cov), x
+			next = graph.Flatten(x, belief, cov)
 		}
-		return x, x
+		if opts.Delay == 1 {
+			next = graph.Flatten(next, prev)
+		}
+		return next, x
 	}, start, [][]*graph.Value{xbar[:len(ubar)], ubar, gains, v, w, xi}, []*graph.Value{theta}, false)
 	return xs
 }
@@ -215,7 +239,7 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 }
 
 // simEngines keeps the compiled programs of the looped simulation across calls, one engine per
-// backend, task, observation mode and temperature (what the step function depends on).
+// backend, task, observation mode, temperature and delay (what the step function depends on).
 var simEngines sync.Map
 
 // simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
@@ -223,7 +247,7 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 	spec := s.Spec
 	P, T := pol.Problems, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	key := fmt.Sprintf("%p|%s|%s|%g", b, spec.Name, opts.Observe, opts.Temperature)
+	key := fmt.Sprintf("%p|%s|%s|%g|%d", b, spec.Name, opts.Observe, opts.Temperature, opts.Delay)
 	eng, _ := simEngines.LoadOrStore(key, graph.NewEngine(b))
 	tp := eng.(*graph.Engine).NewTape(false)
 	defer tp.Release()

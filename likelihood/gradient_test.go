@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -41,6 +42,54 @@ func testTheta(spec models.Spec) (natural, scaled []float64) {
 	return natural, scaled
 }
 
+// withTemperature returns testTheta's θ in fitting scale, with a fitted temperature (at 10×
+// the task's, so that its derivative is not taken at a special point) appended when opts fit it.
+func withTemperature(spec models.Spec, opts Options) []float64 {
+	_, theta := testTheta(spec)
+	if opts.FitTemperature {
+		theta = append(theta, math.Log10(10*spec.Temperature))
+	}
+	return theta
+}
+
+// TestFittedTemperatureEqualsFixed: with the temperature a fitted parameter, the likelihood at
+// τ equals the likelihood with τ fixed, for both observabilities and the baseline, and τ
+// appears in the evaluator's spec as the last parameter.
+func TestFittedTemperatureEqualsFixed(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, theta := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 3, 8, 5)
+	for _, opts := range []Options{{Method: Ours, Observe: control.ObservePartial}, {Method: Ours, Observe: control.ObserveFull}, {Method: MCEBaseline}} {
+		for _, tau := range []float64{1e-3, 0.05} {
+			fixed := opts
+			fixed.Temperature = tau
+			ef, err := New(m, b, fixed)
+			require.NoError(t, err)
+			fitted := opts
+			fitted.FitTemperature = true
+			e, err := New(m, b, fitted)
+			require.NoError(t, err)
+			params := e.Spec().Params
+			require.Len(t, params, len(theta)+1)
+			assert.Equal(t, "temperature", params[len(theta)].Name)
+			assert.Len(t, m.Spec().Params, len(theta), "the model's spec is not changed")
+			d, err := e.Prepare([][][][]float64{trials}, 0)
+			require.NoError(t, err)
+			want, _, err := ef.Eval(d, [][]float64{theta})
+			require.NoError(t, err)
+			got, grad, err := e.Eval(d, [][]float64{append(slices.Clone(theta), math.Log10(tau))})
+			require.NoError(t, err)
+			assert.InEpsilon(t, want[0], got[0], 1e-12, "%+v τ=%g", opts, tau)
+			assert.NotZero(t, grad[0][len(theta)], "the likelihood depends on τ")
+		}
+	}
+	_, err = New(m, b, Options{FitTemperature: true, NoPolicyNoise: true})
+	assert.Error(t, err, "fitted and no policy noise contradict")
+}
+
 // replicate returns a policy with P copies of problem 0 of pol.
 func replicate(pol *control.Policy, P int) *control.Policy {
 	rep := func(src []float64) []float64 {
@@ -73,12 +122,15 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeILQG},
 		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeILQG},
 		{Method: MCEBaseline, Linearize: LinearizeILQG},
+		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData, FitTemperature: true},
+		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData, FitTemperature: true},
+		{Method: MCEBaseline, Linearize: LinearizeData, FitTemperature: true},
 	}
 	for _, name := range []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"} {
 		m, err := models.Get(name)
 		require.NoError(t, err)
 		spec := m.Spec()
-		natural, theta := testTheta(spec)
+		natural, _ := testTheta(spec)
 		data := map[control.Observe][][][]float64{
 			control.ObservePartial: simulateTrials(t, m, control.ObservePartial, natural, trials, steps, 3),
 			control.ObserveFull:    simulateTrials(t, m, control.ObserveFull, natural, trials, steps, 3),
@@ -88,9 +140,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			if observe == "" {
 				observe = control.ObservePartial
 			}
-			t.Run(fmt.Sprintf("%s/%s/%s/%s", name, opts.Method, observe, opts.Linearize), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v", name, opts.Method, observe, opts.Linearize, opts.FitTemperature), func(t *testing.T) {
 				e, err := New(m, b, opts)
 				require.NoError(t, err)
+				spec := e.Spec()
+				theta := withTemperature(m.Spec(), opts)
 				p := len(theta)
 				// Rows: θ, then θ + s·h·e_i for s in (2, 1, −1, −2) and each parameter i.
 				stencil := []float64{2, 1, -1, -2}

@@ -83,6 +83,11 @@ type Options struct {
 	// implementation do, dropping the variance of products of control-dependent noise with
 	// the random part of the control (see BeliefTracking). Off by default.
 	FirstOrderNoise bool
+	// FitTemperature makes the policy noise's temperature τ a nuisance parameter: the
+	// evaluator's Spec gains a last parameter "temperature" (TemperatureParam), fitted with the
+	// others, so that agents with and without policy noise are both described (README,
+	// "Robust to how the agent was computed"). Temperature is then its default value.
+	FitTemperature bool
 	// ValueOnly skips the gradient (Eval returns nil gradients): about half the work.
 	ValueOnly bool
 	// Form runs the recursions unrolled or looped; FormAuto picks by backend.
@@ -107,6 +112,9 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 	}
 	if o.NoPolicyNoise {
 		o.Temperature = 0
+	}
+	if o.FitTemperature && o.NoPolicyNoise {
+		return o, fmt.Errorf("the temperature cannot be both fitted and 0 (no policy noise)")
 	}
 	if o.Form == "auto" {
 		o.Form = FormAuto
@@ -149,6 +157,7 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 // compiled once per data shape and reused. It is safe for concurrent use.
 type Evaluator struct {
 	sym     *models.Symbolic
+	spec    models.Spec // the task's, with TemperatureParam last when it is fitted
 	opts    Options
 	backend backends.Backend
 	prog    *graph.Program // the unrolled form
@@ -168,7 +177,10 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Evaluator{sym: s, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
+	e := &Evaluator{sym: s, spec: s.Spec, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
+	if opts.FitTemperature {
+		e.spec.Params = append(slices.Clone(s.Spec.Params), TemperatureParam(opts.Temperature))
+	}
 	e.prog = graph.NewProgram(b, "loglik_"+s.Spec.Name, e.buildUnrolled)
 	e.engine = graph.NewEngine(b)
 	return e, nil
@@ -177,17 +189,29 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 // Options returns the options in effect (defaults filled in).
 func (e *Evaluator) Options() Options { return e.opts }
 
-// Spec returns the task's spec.
-func (e *Evaluator) Spec() models.Spec { return e.sym.Spec }
+// Spec returns the task's spec; with Options.FitTemperature its parameters end with the
+// temperature (TemperatureParam), which θ then carries too.
+func (e *Evaluator) Spec() models.Spec { return e.spec }
+
+// TemperatureParam is the policy noise's temperature τ as a fitted (nuisance) parameter,
+// with default def: log10 scale over [1e-9, 1], whose lower end is an agent without policy
+// noise for every task (the noise covariance τ·H̃⁻¹ is then far below the motor noise).
+func TemperatureParam(def float64) models.Param {
+	return models.Param{Name: "temperature", Default: def, Lo: 1e-9, Hi: 1, Scale: models.Log10Scale,
+		Doc: "τ, temperature of the maximum-causal-entropy policy noise (covariance τ·H̃⁻¹), a nuisance parameter"}
+}
 
 // Identifiable reports, for each parameter, whether the likelihood depends on it at all: the
 // observation model's parameters do not matter for an agent that sees the state and plans as
 // if it did, nor for the MCE baseline, which has no observation model.
 func (e *Evaluator) Identifiable() []bool {
 	withObs := e.opts.Method == Ours && (e.opts.Observe == control.ObservePartial || e.opts.Planner == models.PlannerPartial)
-	out := make([]bool, len(e.sym.Spec.Params))
-	for i := range out {
+	out := make([]bool, len(e.spec.Params))
+	for i := range e.sym.Spec.Params {
 		out[i] = e.sym.Uses(i, withObs)
+	}
+	if e.opts.FitTemperature {
+		out[len(out)-1] = true
 	}
 	return out
 }
@@ -298,7 +322,7 @@ func (e *Evaluator) Eval(d *Data, theta [][]float64) (loglik []float64, grad [][
 // trajectory as fixed: it flows through the last linearization, filter and backward pass only
 // (paper App. H.1), so it is the exact gradient of the likelihood at a fixed nominal.
 func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) (loglik []float64, grad [][]float64, err error) {
-	spec := e.sym.Spec
+	spec := e.spec
 	p := len(spec.Params)
 	if len(theta) != d.Rows {
 		return nil, nil, fmt.Errorf("%d parameter vectors for %d data rows", len(theta), d.Rows)
@@ -367,11 +391,11 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 // Nominal solves the agent's problem by iLQG for each row's θ (fitting scale), from the mean
 // initial state of the row's trials: the trajectory around which LinearizeILQG linearizes.
 func (e *Evaluator) Nominal(d *Data, theta [][]float64) (*control.Policy, error) {
-	spec := e.sym.Spec
+	spec := e.sym.Spec // the model's parameters: a fitted temperature is not the planner's
 	natural := make([][]float64, len(theta))
 	for r, th := range theta {
-		natural[r] = make([]float64, len(th))
-		for i, v := range th {
+		natural[r] = make([]float64, len(spec.Params))
+		for i, v := range th[:len(spec.Params)] {
 			natural[r][i] = spec.Params[i].FromScale(v)
 		}
 	}

@@ -21,6 +21,9 @@ var loopConfigs = []Options{
 	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeILQG},
 	{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeILQG},
 	{Method: MCEBaseline, Linearize: LinearizeILQG},
+	{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData, FitTemperature: true},
+	{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData, FitTemperature: true},
+	{Method: MCEBaseline, Linearize: LinearizeData, FitTemperature: true},
 }
 
 // assertFormsAgree evaluates two rows of trials (the second with a shifted θ and a padded
@@ -32,11 +35,12 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 	for _, name := range tasks {
 		m, err := models.Get(name)
 		require.NoError(t, err)
-		natural, theta := testTheta(m.Spec())
+		natural, _ := testTheta(m.Spec())
 		trials := simulateTrials(t, m, control.ObservePartial, natural, 3, steps, 2)
-		th2 := append([]float64(nil), theta...)
-		th2[0] += 0.2
 		for _, opts := range loopConfigs {
+			theta := withTemperature(m.Spec(), opts)
+			th2 := append([]float64(nil), theta...)
+			th2[0] += 0.2
 			var lls [2][]float64
 			var grads [2][][]float64
 			for i, form := range []Form{FormUnrolled, FormLooped} {

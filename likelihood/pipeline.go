@@ -41,16 +41,27 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	spec := s.Spec
 	n := len(spec.States)
 	T := len(in.X) - 1
-	theta := f.Map("theta", func(g [][]graph.S) [][]graph.S {
+	// θ in natural units: the model's parameters, and with FitTemperature the temperature τ
+	// apart (tau), which only the agent's policy noise uses.
+	p := len(spec.Params)
+	natural := f.Map("theta", func(g [][]graph.S) [][]graph.S {
 		out := make([]graph.S, len(g[0]))
 		for i, th := range g[0] {
 			out[i] = th
-			if spec.Params[i].Scale == models.Log10Scale {
+			if e.spec.Params[i].Scale == models.Log10Scale {
 				out[i] = graph.Pow10(th)
 			}
 		}
+		if o.FitTemperature {
+			return [][]graph.S{out[:p], out[p:]}
+		}
 		return [][]graph.S{out}
-	}, in.theta)[0]
+	}, in.theta)
+	theta := natural[0]
+	var tau []*graph.Value // the agent's extra inputs: τ when it is fitted
+	if o.FitTemperature {
+		tau = natural[1:]
+	}
 	controls := func(name string, X []*graph.Value) []*graph.Value {
 		return f.MapSteps(name, func(g [][]graph.S) [][]graph.S {
 			return [][]graph.S{EstimateControl(s, g[2], g[0], g[1], o.GaussNewtonIters)}
@@ -91,8 +102,8 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		gains = control.BackwardPassPartialFlow(f, lin, K, o.Solver.Eps)
 	}
 
-	agent := func(g []graph.S, xbar, ubar []graph.S, k []graph.S) *Agent {
-		a := &Agent{Xbar: xbar, Ubar: ubar, Temperature: o.Temperature, FirstOrderNoise: o.FirstOrderNoise}
+	agent := func(tau [][]graph.S, g []graph.S, xbar, ubar []graph.S, k []graph.S) *Agent {
+		a := &Agent{Xbar: xbar, Ubar: ubar, Temperature: e.temperature(tau), FirstOrderNoise: o.FirstOrderNoise}
 		a.L, a.l, a.H = control.StepGains(s, g)
 		if k != nil {
 			a.K = control.StepKalman(s, k)
@@ -106,17 +117,18 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		if o.Linearize != LinearizeData { // else the linearization's controls are Uhat
 			seqs = append(seqs, Ubar)
 		}
+		nseq := len(seqs)
 		perStep = f.MapSteps("baseline", func(g [][]graph.S) [][]graph.S {
 			ubar := g[1]
-			if len(g) > 4 {
+			if nseq > 4 {
 				ubar = g[4]
 			}
-			return [][]graph.S{{Baseline(g[1], g[0], agent(g[2], g[3], ubar, nil))}}
-		}, seqs)[0]
+			return [][]graph.S{{Baseline(g[1], g[0], agent(g[nseq:], g[2], g[3], ubar, nil))}}
+		}, seqs, tau...)[0]
 	case o.Observe == control.ObserveFull:
 		perStep = f.MapSteps("full", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{{FullyObservable(s, g[5], g[0], g[1], agent(g[2], g[3], g[4], nil), o.Jitter)}}
-		}, [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}, theta)[0]
+			return [][]graph.S{{FullyObservable(s, g[5], g[0], g[1], agent(g[6:], g[2], g[3], g[4], nil), o.Jitter)}}
+		}, [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}, append([]*graph.Value{theta}, tau...)...)[0]
 	default:
 		prior := Prior(spec)
 		if o.Prior != nil {
@@ -129,9 +141,9 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			c := graph.NewUnflattener(carry)
 			b := Belief{Mean: c.Vec(n), Cov: c.Mat(n, n)}
 			total := c.Scalar()
-			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], agent(xs[2], xs[4], xs[5], xs[3]), b, o.Jitter)
+			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[4], xs[5], xs[3]), b, o.Jitter)
 			return graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll)), nil
-		}, init, [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}, []*graph.Value{theta}, false)
+		}, init, [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}, append([]*graph.Value{theta}, tau...), false)
 		perStep = []*graph.Value{f.Map("tracking_total", func(g [][]graph.S) [][]graph.S {
 			return [][]graph.S{{g[0][len(g[0])-1]}}
 		}, final)[0]}
@@ -147,6 +159,16 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		mask := g[len(g)-1][0]
 		return [][]graph.S{{rowSums(ll, mask)}}
 	}, append(perStep, in.mask)...)[0]
+}
+
+// temperature returns the policy noise's temperature of the agent: the fitted τ (tau holds
+// the one-entry value of θ's last entry) with Options.FitTemperature, else the fixed one (0
+// for none).
+func (e *Evaluator) temperature(tau [][]graph.S) graph.S {
+	if e.opts.FitTemperature {
+		return tau[0][0]
+	}
+	return graph.C(e.opts.Temperature)
 }
 
 // constant returns a stage function without inputs that gives the constants c.
@@ -191,7 +213,7 @@ func (e *Evaluator) looped() bool {
 // evalLooped is EvalAt in the looped form: the inputs are uploaded once, every stage and
 // step is a compiled program, and the gradient is reverse mode over the tape.
 func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy) (loglik, grad []float64, err error) {
-	spec := e.sym.Spec
+	spec := e.spec
 	p, n, k := len(spec.Params), len(spec.States), len(spec.Controls)
 	T, P, N := d.Steps, d.Rows, d.Trials
 	tp := e.engine.NewTape(!e.opts.ValueOnly)

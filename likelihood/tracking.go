@@ -16,7 +16,7 @@ type Agent struct {
 	l           graph.Vec
 	H           graph.Mat
 	K           graph.Mat // Kalman gain; nil for a fully observing agent
-	Temperature float64
+	Temperature graph.S   // of the policy noise: a constant (0 for none) or the fitted τ
 	// FirstOrderNoise drops the variance of products of noises (see BeliefTracking), as the
 	// reference implementation does.
 	FirstOrderNoise bool
@@ -31,10 +31,10 @@ func (a *Agent) Control(b graph.Vec) graph.Vec {
 // policyNoise returns the covariance of the maximum-causal-entropy noise of the control,
 // Temperature·H̃⁻¹; nil when the temperature is 0.
 func (a *Agent) policyNoise() graph.Mat {
-	if a.Temperature == 0 {
+	if a.Temperature.IsZero() {
 		return nil
 	}
-	return graph.MatScale(graph.C(a.Temperature), graph.SPDInverse(a.H))
+	return graph.MatScale(a.Temperature, graph.SPDInverse(a.H))
 }
 
 // productNoiseCov returns the covariance of the state-noise terms that are products of the
@@ -153,7 +153,7 @@ func FullyObservable(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, ag
 func Baseline(uhat, x graph.Vec, agent *Agent) graph.S {
 	residual := graph.VecSub(uhat, agent.Control(x))
 	// N(r; 0, τH̃⁻¹) has precision H̃/τ, whose Cholesky factor is chol(H̃)/√τ.
-	chol := graph.Chol(graph.MatScale(graph.C(1/agent.Temperature), agent.H))
+	chol := graph.Chol(graph.MatScale(graph.Recip(agent.Temperature), agent.H))
 	z := graph.MatVec(graph.T(chol), residual) // rᵀ(H̃/τ)r = |cholᵀ r|²
 	k := float64(len(residual))
 	logdetPrec := graph.LogDetChol(chol)

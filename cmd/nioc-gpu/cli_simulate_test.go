@@ -26,7 +26,10 @@ func TestCLISimulate(t *testing.T) {
 		{"planner partial", "linear", []string{"--trials", "2", "--steps", "5", "--planner", "partial"}, 1, 2, 5, "partial planner"},
 		{"params", "linear", []string{"--trials", "2", "--params", "action_cost=1, obs_noise=0.5"}, 1, 2, 20, "wrote"},
 		{"lightdark default planner", "lightdark", []string{"--trials", "2", "--steps", "10"}, 1, 2, 10, "partial planner"},
-		{"no policy noise", "linear", []string{"--trials", "2", "--steps", "3", "--temperature", "0"}, 1, 2, 3, "wrote"},
+		{"no policy noise", "linear", []string{"--trials", "2", "--steps", "3", "--temperature", "0"}, 1, 2, 3, "agent: no policy noise"},
+		{"policy noise stated", "linear", []string{"--trials", "2", "--steps", "3"}, 1, 2, 3, "agent: maximum-causal-entropy policy noise at temperature 0.001"},
+		{"planner stopped", "pendulum", []string{"--trials", "2", "--steps", "6", "--planner-iterations", "1"}, 1, 2, 6, "iLQG stopped after 1 iterations, not converged"},
+		{"delay", "pendulum", []string{"--trials", "2", "--steps", "6", "--delay", "1"}, 1, 2, 6, "sensorimotor delay of 1 step"},
 		{"one step", "linear", []string{"--trials", "1", "--steps", "1"}, 1, 1, 1, "wrote"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,8 +22,38 @@ import (
 // taskFlags are the flags that say which agent and likelihood to use.
 type taskFlags struct {
 	task, observe, planner, method, linearize, backend, form string
-	temperature                                              float64
+	temperature                                              temperatureFlag
 	firstOrderNoise                                          bool
+}
+
+// temperatureFlag is --temperature: a number >= 0, or "fit" for the fitted nuisance
+// parameter; unset means the default.
+type temperatureFlag struct {
+	set, fit bool
+	value    float64
+}
+
+func (t *temperatureFlag) String() string {
+	switch {
+	case t == nil || !t.set:
+		return ""
+	case t.fit:
+		return "fit"
+	}
+	return strconv.FormatFloat(t.value, 'g', -1, 64)
+}
+
+func (t *temperatureFlag) Set(s string) error {
+	t.set, t.fit = true, s == "fit"
+	if t.fit {
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("want fit or a finite number >= 0, got %q", s)
+	}
+	t.value = v
+	return nil
 }
 
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -34,7 +64,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
-		fs.Float64Var(&tf.temperature, "temperature", -1, "maximum-causal-entropy policy-noise temperature; default: the task's (paper Table 1)")
+		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `τ|fit` of the agent the likelihood assumes: a number (0: no policy noise), or fit (a nuisance parameter named temperature, fitted with the others); default: the task's (paper Table 1)")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
@@ -109,19 +139,17 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		return o, usagef("unknown --form %q: use auto, unrolled or looped", tf.form)
 	}
 	o.Form = likelihood.Form(tf.form)
-	switch {
-	case math.IsNaN(tf.temperature) || math.IsInf(tf.temperature, 0):
-		return o, usagef("--temperature must be a finite number >= 0, got %g", tf.temperature)
-	case tf.temperature == -1: // the flag's default: the task's temperature
-	case tf.temperature < 0:
-		return o, usagef("--temperature must be >= 0, got %g", tf.temperature)
-	case tf.temperature == 0:
+	switch t := tf.temperature; {
+	case !t.set: // the task's temperature
+	case t.fit:
+		o.FitTemperature = true
+	case t.value == 0:
 		if o.Method == likelihood.MCEBaseline {
 			return o, usagef("--method baseline needs --temperature > 0: its likelihood is the density of the policy noise")
 		}
 		o.NoPolicyNoise = true
 	default:
-		o.Temperature = tf.temperature
+		o.Temperature = t.value
 	}
 	return o, nil
 }

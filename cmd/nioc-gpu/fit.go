@@ -124,7 +124,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return fitFile(ctx, fitter, spec, opts, set, k, n, *out, *quiet, stderr)
+	return fitFile(ctx, fitter, e.Spec(), opts, set, k, n, *out, *quiet, stderr)
 }
 
 // fitFile fits the subjects of set in shard k of n with fitter and appends their results to

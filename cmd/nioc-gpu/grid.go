@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/plots"
 )
@@ -89,15 +91,18 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 		return usagef("--n must be >= 2")
 	}
 	spec := m.Spec()
+	opts, err := tf.likelihoodOptions(spec)
+	if err != nil {
+		return err
+	}
+	if opts.FitTemperature { // θ includes the temperature, which --vary may vary
+		spec.Params = append(slices.Clone(spec.Params), likelihood.TemperatureParam(opts.Temperature))
+	}
 	base, err := paramValues(spec, *params, "params")
 	if err != nil {
 		return err
 	}
 	axes, err := parseVary(spec, *vary, *n)
-	if err != nil {
-		return err
-	}
-	opts, err := tf.likelihoodOptions(spec)
 	if err != nil {
 		return err
 	}

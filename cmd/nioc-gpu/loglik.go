@@ -26,20 +26,20 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "data"); err != nil {
 		return err
 	}
-	spec := m.Spec()
-	theta, err := paramValues(spec, *params, "params")
-	if err != nil {
-		return err
-	}
-	opts, err := tf.likelihoodOptions(spec)
-	if err != nil {
-		return err
-	}
-	set, err := readData(*dataPath, spec)
+	opts, err := tf.likelihoodOptions(m.Spec())
 	if err != nil {
 		return err
 	}
 	e, err := tf.evaluator(m, opts)
+	if err != nil {
+		return err
+	}
+	spec := e.Spec() // with --temperature fit, θ includes the temperature
+	theta, err := paramValues(spec, *params, "params")
+	if err != nil {
+		return err
+	}
+	set, err := readData(*dataPath, spec)
 	if err != nil {
 		return err
 	}

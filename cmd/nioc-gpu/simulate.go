@@ -15,7 +15,7 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T] [--seed 1] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
@@ -24,6 +24,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 0, "time steps T (the trajectories have T+1 states); default: the task's")
 	seed := fs.Uint64("seed", 1, "random seed")
 	temperature := fs.Float64("temperature", -1, "maximum-causal-entropy policy noise of the agent (covariance temperature·H⁻¹); default: the task's (paper Table 1), as the likelihood assumes; 0 for none")
+	iterations := fs.Int("planner-iterations", 0, "stop the agent's iLQG planner after N iterations (an agent that has not finished planning); default: until it converges (at most 100)")
+	delay := fs.Int("delay", 0, "sensorimotor delay of the agent in steps, 0 or 1: with 1 it senses x_{t-1} at step t (the likelihood does not model this)")
 	out := fs.String("out", "", "output CSV file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -59,6 +61,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return usagef("--trials must be >= 1, got %d", *trials)
 	case *subjects < 1:
 		return usagef("--subjects must be >= 1, got %d", *subjects)
+	case *iterations < 0:
+		return usagef("--planner-iterations must be >= 1, got %d", *iterations)
+	case *delay != 0 && *delay != 1:
+		return usagef("--delay must be 0 or 1 (steps), got %d", *delay)
 	}
 	switch {
 	case math.IsNaN(*temperature) || math.IsInf(*temperature, 0):
@@ -75,7 +81,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	solver, err := control.NewSolver(m, T, b, control.SolverOptions{Planner: planner})
+	solver, err := control.NewSolver(m, T, b, control.SolverOptions{Planner: planner, MaxIter: *iterations})
 	if err != nil {
 		return err
 	}
@@ -83,13 +89,13 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !pol.Converged[0] {
+	if !pol.Converged[0] && *iterations == 0 {
 		fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations\n", pol.Iterations)
 	}
 	set := &data.Set{StateNames: spec.States, Steps: T}
 	for s := range *subjects {
 		xs, err := control.Simulate(m, pol, [][]float64{theta}, b, control.SimOptions{
-			Observe: observe, Trials: *trials, Seed: *seed + uint64(s)*1_000_003, Temperature: *temperature})
+			Observe: observe, Trials: *trials, Seed: *seed + uint64(s)*1_000_003, Temperature: *temperature, Delay: *delay})
 		if err != nil {
 			return err
 		}
@@ -104,5 +110,29 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %d subject(s) × %d trials × %d steps of %s (%s observability, %s planner) to %s\n",
 		*subjects, *trials, T, spec.Name, observe, planner, *out)
+	fmt.Fprintf(stderr, "agent: %s; %s; %s\n", policyNoiseText(*temperature), plannerText(pol), delayText(*delay))
 	return nil
+}
+
+// policyNoiseText says whether the simulated agent has policy noise (README, "Simulated
+// agents").
+func policyNoiseText(temperature float64) string {
+	if temperature == 0 {
+		return "no policy noise (acts deterministically on its belief)"
+	}
+	return fmt.Sprintf("maximum-causal-entropy policy noise at temperature %g (covariance temperature·H⁻¹)", temperature)
+}
+
+func plannerText(pol *control.Policy) string {
+	if pol.Converged[0] {
+		return fmt.Sprintf("iLQG converged in %d iterations", pol.Iterations)
+	}
+	return fmt.Sprintf("iLQG stopped after %d iterations, not converged", pol.Iterations)
+}
+
+func delayText(delay int) string {
+	if delay == 0 {
+		return "no sensorimotor delay"
+	}
+	return fmt.Sprintf("sensorimotor delay of %d step", delay)
 }
