@@ -54,13 +54,14 @@ func TestCLIFit(t *testing.T) {
 		r := cliFit(t, data, out)
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "fitting linear (ours, partial observability) to 2 subject(s)")
-		assert.Contains(t, r.stderr, "fitted: action_cost, motor_noise, obs_noise")
+		// The policy noise's temperature is fitted by default, as a nuisance parameter.
+		assert.Contains(t, r.stderr, "fitted: action_cost, motor_noise, obs_noise, temperature")
 		assert.Contains(t, r.stderr, "done: 2 subject(s)")
 		assert.NotContains(t, r.stderr, "\r", "no progress bar when stderr is not a terminal")
 
 		recs := cliBySubject(t, cliReadJSONL(t, out))
 		require.Len(t, recs, 2)
-		params := []string{"action_cost", "motor_noise", "obs_noise"}
+		params := []string{"action_cost", "motor_noise", "obs_noise", "temperature"}
 		for _, s := range []string{"1", "2"} {
 			rec, ok := recs[s]
 			require.True(t, ok, "subject %s fitted", s)
@@ -80,7 +81,7 @@ func TestCLIFit(t *testing.T) {
 			ll := cliFinite(t, rec["loglik"], "loglik")
 			aic := cliFinite(t, rec["aic"], "aic")
 			bic := cliFinite(t, rec["bic"], "bic")
-			assert.InDelta(t, 2*3-2*ll, aic, 1e-6, "AIC = 2k - 2 loglik")
+			assert.InDelta(t, 2*4-2*ll, aic, 1e-6, "AIC = 2k - 2 loglik")
 			assert.Greater(t, bic, aic, "BIC penalizes more than AIC with 4 trials × 20 steps")
 			best := cliFinite(t, rec["restarts_at_best"], "restarts_at_best")
 			assert.GreaterOrEqual(t, best, 1.0)
@@ -127,9 +128,16 @@ func TestCLIFit(t *testing.T) {
 		}
 		out2 := filepath.Join(t.TempDir(), "r.jsonl")
 		r = cliFit(t, data, out2, "--fix", "motor_noise=0.05,obs_noise=0.2")
-		assert.Contains(t, r.stderr, "fitted: action_cost")
+		assert.Contains(t, r.stderr, "fitted: action_cost, temperature")
 		for _, rec := range cliReadJSONL(t, out2) {
+			assert.Equal(t, []any{"action_cost", "temperature"}, rec["fitted"])
+		}
+		out3 := filepath.Join(t.TempDir(), "r.jsonl")
+		r = cliFit(t, data, out3, "--fix", "motor_noise=0.05,obs_noise=0.2", "--temperature", "task")
+		assert.Contains(t, r.stderr, "fitted: action_cost\n")
+		for _, rec := range cliReadJSONL(t, out3) {
 			assert.Equal(t, []any{"action_cost"}, rec["fitted"])
+			assert.NotContains(t, rec["params"], "temperature", "a fixed temperature is the task's, not a parameter")
 		}
 	})
 
@@ -284,7 +292,7 @@ func TestCLIFitErrors(t *testing.T) {
 		{"--fix malformed", []string{"--fix", "action_cost"}, 2, []string{"--fix", "not name=value"}},
 		{"--fix NaN", []string{"--fix", "action_cost=NaN"}, 2, []string{"--fix action_cost=NaN"}},
 		{"--infer and --fix of one parameter", []string{"--infer", "action_cost", "--fix", "action_cost=0.1"}, 2, []string{"action_cost is both inferred and fixed"}},
-		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2"}, 2, []string{"no parameter left to fit"}},
+		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2", "--temperature", "task"}, 2, []string{"no parameter left to fit"}},
 		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`, "1 <= k <= N"}},
 		{"--shard 0/2", []string{"--shard", "0/2"}, 2, []string{`--shard "0/2"`}},
 		{"--shard x", []string{"--shard", "x"}, 2, []string{`--shard "x"`}},

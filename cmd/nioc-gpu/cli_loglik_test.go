@@ -39,21 +39,24 @@ func TestCLILoglik(t *testing.T) {
 		args     []string
 		subjects []string // nil: one line without "subject"
 		trials   int
+		fitTau   bool // θ includes the fitted temperature (the default of our likelihood)
 	}{
-		{"one subject", "linear", []string{"--data", lin}, nil, 3},
-		{"two subjects", "linear", []string{"--data", lin2}, []string{"1", "2"}, 2},
-		{"no subject column", "linear", []string{"--data", noSubject}, nil, 3},
-		{"params", "linear", []string{"--data", lin, "--params", "action_cost=0.5,obs_noise=1"}, nil, 3},
-		{"params outside the search box", "linear", []string{"--data", lin, "--params", "action_cost=100"}, nil, 3},
-		{"observe full", "linear", []string{"--data", lin, "--observe", "full"}, nil, 3},
-		{"linearize ilqg", "linear", []string{"--data", lin, "--linearize", "ilqg"}, nil, 3},
-		{"linearize mean", "linear", []string{"--data", lin, "--linearize", "mean"}, nil, 3},
-		{"baseline", "linear", []string{"--data", lin, "--method", "baseline"}, nil, 3},
-		{"baseline temperature", "linear", []string{"--data", lin, "--method", "baseline", "--temperature", "0.01"}, nil, 3},
-		{"no policy noise", "linear", []string{"--data", lin, "--temperature", "0"}, nil, 3},
-		{"pendulum", "pendulum", []string{"--data", pend}, nil, 2},
-		{"pendulum partial planner", "pendulum", []string{"--data", pend, "--planner", "partial"}, nil, 2},
-		{"lightdark", "lightdark", []string{"--data", ld, "--params", "light_cost=0.1"}, nil, 2},
+		{"one subject", "linear", []string{"--data", lin}, nil, 3, true},
+		{"two subjects", "linear", []string{"--data", lin2}, []string{"1", "2"}, 2, true},
+		{"no subject column", "linear", []string{"--data", noSubject}, nil, 3, true},
+		{"params", "linear", []string{"--data", lin, "--params", "action_cost=0.5,obs_noise=1"}, nil, 3, true},
+		{"params outside the search box", "linear", []string{"--data", lin, "--params", "action_cost=100"}, nil, 3, true},
+		{"observe full", "linear", []string{"--data", lin, "--observe", "full"}, nil, 3, true},
+		{"linearize ilqg", "linear", []string{"--data", lin, "--linearize", "ilqg"}, nil, 3, true},
+		{"linearize mean", "linear", []string{"--data", lin, "--linearize", "mean"}, nil, 3, true},
+		{"baseline", "linear", []string{"--data", lin, "--method", "baseline"}, nil, 3, false},
+		{"baseline temperature", "linear", []string{"--data", lin, "--method", "baseline", "--temperature", "0.01"}, nil, 3, false},
+		{"no policy noise", "linear", []string{"--data", lin, "--temperature", "0"}, nil, 3, false},
+		{"pendulum", "pendulum", []string{"--data", pend}, nil, 2, true},
+		{"pendulum partial planner", "pendulum", []string{"--data", pend, "--planner", "partial"}, nil, 2, true},
+		{"lightdark", "lightdark", []string{"--data", ld, "--params", "light_cost=0.1"}, nil, 2, true},
+		{"temperature task", "linear", []string{"--data", lin, "--temperature", "task"}, nil, 3, false},
+		{"temperature fit", "linear", []string{"--data", lin, "--temperature", "fit"}, nil, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cliOK(t, append([]string{"loglik", "--task", tc.task}, tc.args...)...)
@@ -68,9 +71,13 @@ func TestCLILoglik(t *testing.T) {
 				assert.Equal(t, float64(tc.trials), obj["trials"])
 				grad, ok := obj["grad"].(map[string]any)
 				require.True(t, ok, "grad is an object: %v", obj["grad"])
-				assert.Len(t, grad, len(spec.Params), "one gradient entry per parameter")
-				for _, p := range spec.Params {
-					cliFinite(t, grad[p.Name], "grad."+p.Name)
+				names := spec.ParamNames()
+				if tc.fitTau {
+					names = append(names, "temperature")
+				}
+				assert.Len(t, grad, len(names), "one gradient entry per parameter: %v", grad)
+				for _, name := range names {
+					cliFinite(t, grad[name], "grad."+name)
 				}
 				if tc.subjects == nil {
 					assert.NotContains(t, obj, "subject")
@@ -90,6 +97,18 @@ func TestCLILoglik(t *testing.T) {
 		assert.Equal(t, a, c, "loglik is deterministic")
 		// The data were simulated with motor_noise 0.05: a 10× larger noise fits worse.
 		assert.Greater(t, a[0]["loglik"].(float64), b[0]["loglik"].(float64))
+	})
+
+	// The fitted temperature starts at the task's: the default and --temperature task give the
+	// same log-likelihood, and --params temperature=… equals that fixed temperature.
+	t.Run("fitted temperature", func(t *testing.T) {
+		def := cliJSONLines(t, cliOK(t, "loglik", "--task", "linear", "--data", lin).stdout)
+		task := cliJSONLines(t, cliOK(t, "loglik", "--task", "linear", "--data", lin, "--temperature", "task").stdout)
+		assert.InEpsilon(t, task[0]["loglik"], def[0]["loglik"], 1e-12)
+		moved := cliJSONLines(t, cliOK(t, "loglik", "--task", "linear", "--data", lin, "--params", "temperature=0.01").stdout)
+		fixed := cliJSONLines(t, cliOK(t, "loglik", "--task", "linear", "--data", lin, "--temperature", "0.01").stdout)
+		assert.InEpsilon(t, fixed[0]["loglik"], moved[0]["loglik"], 1e-12)
+		assert.NotEqual(t, def[0]["loglik"], moved[0]["loglik"])
 	})
 }
 

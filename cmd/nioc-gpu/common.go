@@ -26,11 +26,12 @@ type taskFlags struct {
 	firstOrderNoise                                          bool
 }
 
-// temperatureFlag is --temperature: a number >= 0, or "fit" for the fitted nuisance
-// parameter; unset means the default.
+// temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
+// Table 1), or "fit" for the fitted nuisance parameter; unset means the default (fit for our
+// likelihood, the task's for the baseline; README, "Robust to how the agent was computed").
 type temperatureFlag struct {
-	set, fit bool
-	value    float64
+	set, fit, task bool
+	value          float64
 }
 
 func (t *temperatureFlag) String() string {
@@ -39,18 +40,20 @@ func (t *temperatureFlag) String() string {
 		return ""
 	case t.fit:
 		return "fit"
+	case t.task:
+		return "task"
 	}
 	return strconv.FormatFloat(t.value, 'g', -1, 64)
 }
 
 func (t *temperatureFlag) Set(s string) error {
-	t.set, t.fit = true, s == "fit"
-	if t.fit {
+	t.set, t.fit, t.task = true, s == "fit", s == "task"
+	if t.fit || t.task {
 		return nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("want fit or a finite number >= 0, got %q", s)
+		return fmt.Errorf("want fit, task or a finite number >= 0, got %q", s)
 	}
 	t.value = v
 	return nil
@@ -64,7 +67,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
-		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `τ|fit` of the agent the likelihood assumes: a number (0: no policy noise), or fit (a nuisance parameter named temperature, fitted with the others); default: the task's (paper Table 1)")
+		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
@@ -140,9 +143,11 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 	}
 	o.Form = likelihood.Form(tf.form)
 	switch t := tf.temperature; {
-	case !t.set: // the task's temperature
-	case t.fit:
+	case t.fit, !t.set && o.Method == likelihood.Ours:
+		// Fitted by default: an agent's policy noise is not known, and a wrong fixed τ biases
+		// the costs (README, "Robust to how the agent was computed").
 		o.FitTemperature = true
+	case !t.set, t.task: // the task's temperature
 	case t.value == 0:
 		if o.Method == likelihood.MCEBaseline {
 			return o, usagef("--method baseline needs --temperature > 0: its likelihood is the density of the policy noise")
