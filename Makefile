@@ -33,7 +33,7 @@ test:
 demo: build
 	@mkdir -p $(DEMO)
 	@rm -f $(DEMO)/$(TASK)-ours.jsonl $(DEMO)/$(TASK)-baseline.jsonl
-	$(BIN) simulate --task $(TASK) --trials 50 --seed 1 --out $(DEMO)/$(TASK).csv
+	$(BIN) simulate --task $(TASK) --trials 50 --seed 1 --force --out $(DEMO)/$(TASK).csv
 	$(BIN) fit --task $(TASK) --data $(DEMO)/$(TASK).csv --restarts 10 --seed 1 --out $(DEMO)/$(TASK)-ours.jsonl
 	$(BIN) fit --task $(TASK) --data $(DEMO)/$(TASK).csv --method baseline --restarts 10 --seed 1 --out $(DEMO)/$(TASK)-baseline.jsonl
 	$(BIN) compare --task $(TASK) $(DEMO)/$(TASK)-ours.jsonl $(DEMO)/$(TASK)-baseline.jsonl

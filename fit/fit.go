@@ -7,7 +7,6 @@ package fit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -137,6 +136,7 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 		f.base[i] = p.ToScale(v)
 		f.natural[i] = v
 	}
+	identifiable := e.Identifiable()
 	if opts.Infer != nil {
 		seen := map[int]bool{}
 		for _, name := range opts.Infer {
@@ -150,6 +150,11 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 			if fixed[i] {
 				return nil, fmt.Errorf("parameter %s is both inferred and fixed", name)
 			}
+			if !identifiable[i] {
+				o := e.Options()
+				return nil, fmt.Errorf("--infer: the likelihood (method %s, observe %s, planner %s) does not depend on %s, so it cannot be fitted; leave it out of --infer",
+					o.Method, o.Observe, o.Planner, name)
+			}
 			seen[i] = true
 		}
 		for i := range spec.Params {
@@ -158,7 +163,7 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 			}
 		}
 	} else {
-		for i, ok := range e.Identifiable() {
+		for i, ok := range identifiable {
 			if ok && !fixed[i] {
 				f.infer = append(f.infer, i)
 			}
@@ -174,6 +179,26 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	}
 	return f, nil
 }
+
+// Ignored returns, when Options.Infer is nil, the parameters left at their defaults, neither
+// fitted nor fixed, because the likelihood does not depend on them (Evaluator.Identifiable);
+// nil otherwise.
+func (f *Fitter) Ignored() []string {
+	if f.opts.Infer != nil {
+		return nil
+	}
+	var out []string
+	for i, ok := range f.e.Identifiable() {
+		name := f.spec.Params[i].Name
+		if _, fixed := f.opts.Fix[name]; !ok && !fixed {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Options returns the fitter's options, defaults filled in.
+func (f *Fitter) Options() Options { return f.opts }
 
 // Restarts returns the number of restarts per subject.
 func (f *Fitter) Restarts() int { return f.opts.Restarts }
@@ -450,94 +475,6 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 
 // hessianStep is the central-difference step, in fitting scale, of the Hessian.
 const hessianStep = 1e-4
-
-// laplace fills the standard errors and intervals from the Hessian of the negative
-// log-likelihood in fitting scale, by central differences of exact gradients (all 2p
-// gradients in one batch).
-func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, res *Result) error {
-	p := len(f.infer)
-	grads := make([][]float64, 2*p)
-	errs := make([]error, 2*p)
-	var wg sync.WaitGroup
-	for j := range 2 * p {
-		wg.Add(1)
-		b.enter()
-		go func() {
-			defer wg.Done()
-			defer b.exit()
-			xs := slices.Clone(x)
-			if j%2 == 0 {
-				xs[j/2] += hessianStep
-			} else {
-				xs[j/2] -= hessianStep
-			}
-			ll, g, err := b.call(ctx, si, f.full(xs))
-			if err == nil && math.IsInf(ll, -1) {
-				err = errors.New("log-likelihood not finite next to the optimum")
-			}
-			grads[j], errs[j] = g, err
-		}()
-	}
-	b.exit()
-	wg.Wait()
-	b.enter()
-	res.Evaluations += 2 * p
-	for _, err := range errs {
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return nil // no uncertainty, but the fit stands
-		}
-	}
-	H := make([][]float64, p)
-	for a := range p {
-		H[a] = make([]float64, p)
-		for c := range p {
-			ia := f.infer[a]
-			// ∂²(−LL)/∂x_a∂x_c ≈ −(g_a(x + h e_c) − g_a(x − h e_c)) / 2h
-			H[a][c] = -(grads[2*c][ia] - grads[2*c+1][ia]) / (2 * hessianStep)
-		}
-	}
-	for a := range p {
-		for c := a + 1; c < p; c++ {
-			m := 0.5 * (H[a][c] + H[c][a])
-			H[a][c], H[c][a] = m, m
-		}
-	}
-	cov, ok := spdInverse(H)
-	res.HessianPD = ok
-	if !ok {
-		return nil
-	}
-	res.StdErr = map[string]float64{}
-	res.CI95 = map[string][2]float64{}
-	for k, i := range f.infer {
-		name := f.spec.Params[i].Name
-		se := math.Sqrt(cov[k][k])
-		res.StdErr[name] = se
-		res.CI95[name] = [2]float64{x[k] - 1.959963984540054*se, x[k] + 1.959963984540054*se}
-	}
-	return nil
-}
-
-// spdInverse inverts a symmetric matrix by Cholesky; ok is false if it is not positive
-// definite.
-func spdInverse(A [][]float64) ([][]float64, bool) {
-	L, ok := cholesky(A)
-	if !ok {
-		return nil, false
-	}
-	n := len(A)
-	inv := make([][]float64, n)
-	for j := range n {
-		e := make([]float64, n)
-		e[j] = 1
-		choleskySolve(L, e)
-		inv[j] = e
-	}
-	return inv, true
-}
 
 func summarize(reasons []string) string {
 	count := map[string]int{}

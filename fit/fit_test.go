@@ -175,6 +175,36 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
+// TestInferNotIdentifiable: a parameter the likelihood does not depend on (Identifiable) cannot
+// be fitted explicitly; by default it is left out.
+func TestInferNotIdentifiable(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, _ := models.Get("linear")
+	for _, c := range []struct {
+		name  string
+		lopts likelihood.Options
+	}{
+		{"observe full", likelihood.Options{Observe: control.ObserveFull}},
+		{"baseline", likelihood.Options{Method: likelihood.MCEBaseline}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := likelihood.New(m, b, c.lopts)
+			require.NoError(t, err)
+			_, err = New(e, Options{Restarts: 1, Infer: []string{"action_cost", "obs_noise"}})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "does not depend on obs_noise")
+			f, err := New(e, Options{Restarts: 1})
+			require.NoError(t, err)
+			assert.NotContains(t, f.Fitted(), "obs_noise")
+			assert.Equal(t, []string{"obs_noise"}, f.Ignored())
+			f, err = New(e, Options{Restarts: 1, Fix: map[string]float64{"obs_noise": 0.3}})
+			require.NoError(t, err)
+			assert.Empty(t, f.Ignored(), "fixed, not ignored")
+		})
+	}
+}
+
 func TestInferAndFix(t *testing.T) {
 	subjects := []Subject{{ID: "1", Trials: simulate(t, "linear", control.ObservePartial, 8, 0, 9)}}
 	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 2, Seed: 1, MaxIter: 20,

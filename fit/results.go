@@ -13,12 +13,23 @@ import (
 	"strings"
 )
 
+// Run is what produced a record: the task, the likelihood and the fit's settings. Planner,
+// Linearize, Seed and MaxIter were added later: in a record written by an earlier version they
+// are absent (zero, Seed nil) and unknown.
+type Run struct {
+	Task      string  `json:"task"`
+	Method    string  `json:"method"`
+	Observe   string  `json:"observe"`
+	Planner   string  `json:"planner,omitempty"`
+	Linearize string  `json:"linearize,omitempty"`
+	Seed      *uint64 `json:"seed,omitempty"`
+	MaxIter   int     `json:"max_iter,omitempty"`
+}
+
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
 type Record struct {
 	Subject        string                `json:"subject"`
-	Task           string                `json:"task"`
-	Method         string                `json:"method"`
-	Observe        string                `json:"observe"`
+	Run                                  // its fields are the record's own in JSON
 	Params         map[string]float64    `json:"params,omitempty"`
 	Fitted         []string              `json:"fitted,omitempty"`
 	Scale          map[string]string     `json:"scale,omitempty"`
@@ -39,9 +50,9 @@ type Record struct {
 	Error          string                `json:"error,omitempty"`
 }
 
-// NewRecord returns the record of a result.
-func NewRecord(r Result, task, method, observe string, scale map[string]string) Record {
-	rec := Record{Subject: r.Subject, Task: task, Method: method, Observe: observe, Params: r.Params,
+// NewRecord returns the record of a result of run.
+func NewRecord(r Result, run Run, scale map[string]string) Record {
+	rec := Record{Subject: r.Subject, Run: run, Params: r.Params,
 		Fitted: r.Fitted, StdErr: r.StdErr, CI95: r.CI95, HessianPD: r.HessianPD, AtBound: r.AtBound,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
@@ -56,6 +67,44 @@ func NewRecord(r Result, task, method, observe string, scale map[string]string) 
 		}
 	}
 	return rec
+}
+
+// RunDifferences lists how the run that wrote rec differs from run, which fits the parameters
+// fitted with restarts restarts each: one "setting: value in the file, value now" per
+// difference, nil if there is none. Settings rec does not hold (a record of an earlier
+// version) are not compared.
+func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string {
+	var out []string
+	diff := func(name, was, now string) {
+		if was != now {
+			out = append(out, fmt.Sprintf("%s: %s in the file, %s now", name, was, now))
+		}
+	}
+	known := func(name, was, now string) { // absent in records of earlier versions
+		if was != "" {
+			diff(name, was, now)
+		}
+	}
+	diff("task", rec.Task, run.Task)
+	diff("method", rec.Method, run.Method)
+	diff("observe", rec.Observe, run.Observe)
+	known("planner", rec.Planner, run.Planner)
+	known("linearize", rec.Linearize, run.Linearize)
+	diff("restarts", strconv.Itoa(rec.Restarts), strconv.Itoa(restarts))
+	if rec.Seed != nil && run.Seed != nil {
+		diff("seed", strconv.FormatUint(*rec.Seed, 10), strconv.FormatUint(*run.Seed, 10))
+	}
+	if rec.MaxIter != 0 {
+		diff("max-iter", strconv.Itoa(rec.MaxIter), strconv.Itoa(run.MaxIter))
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ",")
+	}
+	diff("fitted parameters", list(rec.Fitted), list(fitted))
+	return out
 }
 
 func ptr(v float64) *float64 {

@@ -92,8 +92,7 @@ def run(cmd, log):
 
 def task_spec(nioc, task):
     out = subprocess.run([nioc, "tasks", "--json"], check=True, stdout=subprocess.PIPE, text=True).stdout
-    for line in out.splitlines():
-        t = json.loads(line)
+    for t in json.loads(out):  # one JSON array of tasks
         if t["name"] == task:
             return t
     sys.exit(f"robustness: unknown task {task!r} (see `{nioc} tasks`)")
@@ -139,7 +138,7 @@ def simulate_ours(a, agent, sets, path, log):
     for i, (sid, v) in enumerate(sets):
         params = ",".join(f"{k}={x:.17g}" for k, x in v.items())
         cmd = [a.nioc, "simulate", "--task", a.task, "--observe", a.observe, "--trials", str(a.trials),
-               "--seed", str(a.seed * 100003 + int(sid[3:])), "--params", params, "--out", tmp] + flags
+               "--seed", str(a.seed * 100003 + int(sid[3:])), "--params", params, "--force", "--out", tmp] + flags
         with open(log, "a") as f:
             f.write("$ " + " ".join(cmd) + "\n")
             f.flush()

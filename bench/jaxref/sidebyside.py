@@ -440,7 +440,7 @@ def main():
             data = os.path.join(out_dir, f"{task}_set{si + 1}.csv")
             try:
                 run_cmd([NIOC, "simulate", "--task", task, "--trials", str(ARGS.trials),
-                         "--seed", str(ARGS.seed + si), "--params", fmt_params(truth), "--out", data],
+                         "--seed", str(ARGS.seed + si), "--params", fmt_params(truth), "--force", "--out", data],
                         what=f"{task}: simulate")
                 x_np, states = read_csv(data)
                 case.update(data=data, states=states, T=x_np.shape[1] - 1)

@@ -170,6 +170,19 @@ func TestCLIFit(t *testing.T) {
 		assert.Equal(t, before, cliHash(t, out), "the results file is untouched")
 	})
 
+	// Without --infer, a parameter the likelihood does not depend on is left at its default,
+	// and the command says so.
+	t.Run("observe full leaves obs_noise at its default", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.jsonl")
+		r := cliFit(t, data, out, "--observe", "full")
+		assert.Contains(t, r.stderr, "not fitted: obs_noise, held at 0.2: the likelihood (method ours, observe full, planner full) does not depend on it")
+		assert.Contains(t, r.stderr, "fitted: action_cost, motor_noise, temperature\n")
+		for _, rec := range cliReadJSONL(t, out) {
+			assert.Equal(t, []any{"action_cost", "motor_noise", "temperature"}, rec["fitted"])
+			assert.Equal(t, 0.2, rec["params"].(map[string]any)["obs_noise"])
+		}
+	})
+
 	t.Run("resume without an existing --out starts afresh", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "r.jsonl")
 		r := cliFit(t, data, out, "--resume")
@@ -256,16 +269,6 @@ func TestCLIFitResume(t *testing.T) {
 		cliRequireFail(t, r, 1, out, "line 1", "not a results record")
 		assert.Equal(t, before, cliHash(t, out))
 	})
-
-	t.Run("other method", func(t *testing.T) {
-		out := filepath.Join(t.TempDir(), "r.jsonl")
-		cliFit(t, data, out, "--shard", "1/2")
-		before := cliHash(t, out)
-		a := append([]string{"fit"}, cliFitArgs...)
-		r := cliRun(t, append(a, "--data", data, "--out", out, "--resume", "--method", "baseline")...)
-		cliRequireFail(t, r, 1, out, "method ours", "method baseline")
-		assert.Equal(t, before, cliHash(t, out))
-	})
 }
 
 func mustRead(t *testing.T, path string) []byte {
@@ -284,6 +287,12 @@ func TestCLIFitErrors(t *testing.T) {
 	}{
 		{"restarts 0", []string{"--restarts", "0"}, 2, []string{"--restarts must be >= 1, got 0"}},
 		{"max-iter 0", []string{"--max-iter", "0"}, 2, []string{"--max-iter must be >= 1"}},
+		{"max-batch 0", []string{"--max-batch", "0"}, 2, []string{"--max-batch must be >= 1, got 0"}},
+		{"max-batch negative", []string{"--max-batch", "-5"}, 2, []string{"--max-batch must be >= 1, got -5"}},
+		{"--infer obs_noise with --observe full", []string{"--observe", "full", "--infer", "action_cost,obs_noise"}, 2,
+			[]string{"--infer: the likelihood (method ours, observe full, planner full) does not depend on obs_noise"}},
+		{"--infer obs_noise with --method baseline", []string{"--method", "baseline", "--infer", "obs_noise"}, 2,
+			[]string{"--infer: the likelihood (method baseline, observe partial, planner full) does not depend on obs_noise"}},
 		{"unknown --infer", []string{"--infer", "action_cost,noise"}, 2, []string{`--infer: task linear has no parameter "noise"`, "action_cost, motor_noise, obs_noise"}},
 		{"duplicated --infer", []string{"--infer", "action_cost,action_cost"}, 2, []string{"--infer: parameter action_cost given twice"}},
 		{"unknown --fix", []string{"--fix", "noise=1"}, 2, []string{`--fix: task linear has no parameter "noise"`}},
@@ -472,6 +481,7 @@ func TestCLICompare(t *testing.T) {
 	})
 
 	empty := cliWriteFile(t, dir, "empty.jsonl", "")
+	other := cliWriteFile(t, dir, "other.jsonl", strings.ReplaceAll(string(mustRead(t, ours)), `"task":"linear"`, `"task":"pendulum"`))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -486,6 +496,8 @@ func TestCLICompare(t *testing.T) {
 		{"missing file", []string{"--task", "linear", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"empty file", []string{"--task", "linear", empty}, 1, []string{empty, "no results"}},
 		{"not a results file", []string{"--task", "linear", data}, 1, []string{data, "not a results record"}},
+		{"results of another task", []string{"--task", "pendulum", ours}, 1, []string{ours, "results of task linear", "not of task pendulum"}},
+		{"second file of another task", []string{"--task", "linear", ours, other}, 1, []string{other, "results of task pendulum", "not of task linear"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cliRequireFail(t, cliRun(t, append([]string{"compare"}, tc.args...)...), tc.code, tc.msgs...)

@@ -33,8 +33,8 @@ func TestCLIGrid(t *testing.T) {
 			3, "action_cost", "obs_noise", 0.01, 1},
 		{"linear scale parameter", "lightdark", []string{"--data", ld, "--vary", "target_x:-1:1,sigma:0.05:1", "--n", "3"},
 			3, "target_x", "sigma", -1, 1},
-		{"baseline", "linear", []string{"--data", lin, "--method", "baseline", "--vary", "action_cost:0.01:1,obs_noise:0.05:1", "--n", "2"},
-			2, "action_cost", "obs_noise", 0.01, 1},
+		{"baseline", "linear", []string{"--data", lin, "--method", "baseline", "--vary", "action_cost:0.01:1,motor_noise:0.01:0.2", "--n", "2"},
+			2, "action_cost", "motor_noise", 0.01, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "grid.csv")
@@ -97,6 +97,11 @@ func TestCLIGridErrors(t *testing.T) {
 		{"log scale lo = 0", []string{"--data", lin, "--vary", "action_cost:0:1,obs_noise:0.05:1"}, 2, []string{"--vary action_cost", "log10-scale", "lo > 0"}},
 		{"log scale lo < 0", []string{"--data", lin, "--vary", "action_cost:-1:1,obs_noise:0.05:1"}, 2, []string{"action_cost", "negative"}},
 		{"n 1", []string{"--data", lin, "--vary", vary, "--n", "1"}, 2, []string{"--n must be >= 2"}},
+		{"batch 0", []string{"--data", lin, "--vary", vary, "--batch", "0"}, 2, []string{"--batch must be >= 1, got 0"}},
+		{"varied parameter the likelihood ignores", []string{"--data", lin, "--vary", vary, "--observe", "full"}, 2,
+			[]string{"--vary obs_noise: the likelihood (method ours, observe full, planner full) does not depend on it"}},
+		{"varied parameter the baseline ignores", []string{"--data", lin, "--vary", vary, "--method", "baseline"}, 2,
+			[]string{"--vary obs_noise: the likelihood (method baseline, observe partial, planner full) does not depend on it"}},
 		{"missing --vary", []string{"--data", lin}, 2, []string{"--vary is required"}},
 		{"missing --data", []string{"--vary", vary}, 2, []string{"--data is required"}},
 		{"bad --params", []string{"--data", lin, "--vary", vary, "--params", "motor_noise"}, 2, []string{"--params", "not name=value"}},

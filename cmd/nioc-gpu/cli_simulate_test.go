@@ -143,6 +143,7 @@ func TestCLISimulateErrors(t *testing.T) {
 		{name: "trials 0", args: []string{"--task", "linear", "--trials", "0"}, code: 2, msgs: []string{"--trials must be >= 1, got 0"}},
 		{name: "trials negative", args: []string{"--task", "linear", "--trials", "-3"}, code: 2, msgs: []string{"--trials must be >= 1, got -3"}},
 		{name: "trials not a number", args: []string{"--task", "linear", "--trials", "many"}, code: 2, msgs: []string{"-trials", "invalid value"}},
+		{name: "steps 0", args: []string{"--task", "linear", "--steps", "0"}, code: 2, msgs: []string{"--steps must be >= 1, got 0"}},
 		{name: "steps negative", args: []string{"--task", "linear", "--steps", "-1"}, code: 2, msgs: []string{"--steps must be >= 1, got -1"}},
 		{name: "subjects 0", args: []string{"--task", "linear", "--subjects", "0"}, code: 2, msgs: []string{"--subjects must be >= 1"}},
 		{name: "seed negative", args: []string{"--task", "linear", "--seed", "-1"}, code: 2, msgs: []string{"-seed"}},

@@ -172,28 +172,27 @@ func TestCLITasks(t *testing.T) {
 
 	t.Run("json", func(t *testing.T) {
 		r := cliOK(t, "tasks", "--json")
-		lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
-		require.Len(t, lines, len(models.Names()), "one line per task")
+		var tasks []struct {
+			Name    string    `json:"name"`
+			States  []string  `json:"states"`
+			Steps   int       `json:"steps"`
+			Planner string    `json:"planner"`
+			X0      []float64 `json:"x0"`
+			Params  []struct {
+				Name    string  `json:"name"`
+				Default float64 `json:"default"`
+				Lo      float64 `json:"lo"`
+				Hi      float64 `json:"hi"`
+				Scale   string  `json:"scale"`
+			} `json:"params"`
+		}
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		require.NoError(t, dec.Decode(&tasks), "one JSON array:\n%s", r.stdout)
+		_, err := dec.Token()
+		require.ErrorIs(t, err, io.EOF, "nothing after the array")
+		require.Len(t, tasks, len(models.Names()), "one element per task")
 		seen := map[string]bool{}
-		for _, line := range lines {
-			var task struct {
-				Name    string    `json:"name"`
-				States  []string  `json:"states"`
-				Steps   int       `json:"steps"`
-				Planner string    `json:"planner"`
-				X0      []float64 `json:"x0"`
-				Params  []struct {
-					Name    string  `json:"name"`
-					Default float64 `json:"default"`
-					Lo      float64 `json:"lo"`
-					Hi      float64 `json:"hi"`
-					Scale   string  `json:"scale"`
-				} `json:"params"`
-			}
-			dec := json.NewDecoder(strings.NewReader(line))
-			require.NoError(t, dec.Decode(&task), "line %q", line)
-			_, err := dec.Token()
-			require.ErrorIs(t, err, io.EOF, "one JSON object per line: %q", line)
+		for _, task := range tasks {
 			seen[task.Name] = true
 			m, err := models.Get(task.Name)
 			require.NoError(t, err)
@@ -241,7 +240,7 @@ func TestCLIHelp(t *testing.T) {
 	}
 	general := append([]string{"Usage: nioc-gpu <command> [flags]", "Commands:"}, cliAllCommands...)
 	cases := []tc{
-		{name: "no arguments", args: nil, stdout: general},
+		{name: "no arguments", args: nil, code: 2, stderr: general, emptyStdio: true},
 		{name: "help", args: []string{"help"}, stdout: general},
 		{name: "-h", args: []string{"-h"}, stdout: general},
 		{name: "--help", args: []string{"--help"}, stdout: general},
@@ -249,6 +248,10 @@ func TestCLIHelp(t *testing.T) {
 		{name: "help unknown", args: []string{"help", "bogus"}, code: 2, stderr: []string{`unknown command "bogus"`}, emptyStdio: true},
 		{name: "unknown command", args: []string{"simulte"}, code: 2,
 			stderr: append([]string{`unknown command "simulte"`}, general...), emptyStdio: true},
+		{name: "--version", args: []string{"--version"}, stdout: []string{"nioc-gpu "}},
+		{name: "-version", args: []string{"-version"}, stdout: []string{"nioc-gpu "}},
+		{name: "--version with an argument", args: []string{"--version", "fit"}, code: 2,
+			stderr: []string{`--version takes no arguments, got "fit"`}, emptyStdio: true},
 		{name: "unknown flag", args: []string{"simulate", "--tsak", "linear"}, code: 2,
 			stderr: []string{"flag provided but not defined: -tsak", "run `nioc-gpu simulate -h` for help"}, emptyStdio: true},
 	}
@@ -273,6 +276,17 @@ func TestCLIHelp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCLIVersion: one line, the version set with -ldflags "-X main.version=…" or else the
+// module's version from the build information, or "devel" (as in a test binary).
+func TestCLIVersion(t *testing.T) {
+	r := cliOK(t, "--version")
+	assert.Regexp(t, `^nioc-gpu \S+\n$`, r.stdout)
+	assert.Empty(t, r.stderr)
+	defer func(v string) { version = v }(version)
+	version = "v1.2.3"
+	assert.Equal(t, "nioc-gpu v1.2.3\n", cliOK(t, "--version").stdout)
 }
 
 // TestCLIExitStatus checks run's mapping of a command's error to the exit status with

@@ -241,6 +241,20 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
+// forceHint is what refuseExisting suggests for a command with --force and --out.
+const forceHint = "use --force to replace it, or choose another --out"
+
+// refuseExisting returns a usage error naming the first of paths that exists, followed by
+// hint (what to do instead), or nil if none exists: no command replaces a file silently.
+func refuseExisting(hint string, paths ...string) error {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return usagef("%s exists; %s", p, hint)
+		}
+	}
+	return nil
+}
+
 // checkWritable fails early if a file cannot be created at path.
 func checkWritable(path string) error {
 	dir := filepath.Dir(path)

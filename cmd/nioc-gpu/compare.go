@@ -54,6 +54,11 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		if len(recs) == 0 {
 			return fmt.Errorf("%s has no results", path)
 		}
+		for _, r := range recs {
+			if r.Task != spec.Name {
+				return fmt.Errorf("%s holds results of task %s (subject %s), not of task %s (--task)", path, r.Task, r.Subject, spec.Name)
+			}
+		}
 		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 		if recs[0].Method != "" {
 			name = recs[0].Method + " (" + name + ")"

@@ -102,8 +102,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return usagef("--trials must be >= 1")
 	case *restarts < 1:
 		return usagef("--restarts must be >= 1")
-	case *steps < 0:
-		return usagef("--steps must be >= 1")
+	case isSet(fs, "steps") && *steps < 1:
+		return usagef("--steps must be >= 1, got %d", *steps)
 	}
 	var methodList []string
 	for _, mm := range parseNames(*methods) {
@@ -138,9 +138,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	lin := string(linearization)
-	T := *steps
-	if T == 0 {
-		T = spec.Steps
+	T := spec.Steps
+	if isSet(fs, "steps") {
+		T = *steps
 	}
 	cfg := evalConfig{Task: spec.Name, Observe: string(observe), Sets: *sets, Trials: *trials, Steps: T, Seed: *seed,
 		Truth: fixed, Restarts: *restarts, Methods: methodList, Linearize: lin}
@@ -226,10 +226,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 }
 
 func runPlot(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plot", "--out DIR | --errors errors.png DIR [DIR ...]", stderr)
+	fs := newFlags("plot", "--out DIR | --errors errors.png [--force] DIR [DIR ...]", stderr)
 	out := fs.String("out", "", "a directory written by `nioc-gpu eval`")
 	errorsPNG := fs.String("errors", "", "draw the absolute relative errors of several finished eval directories in one figure (paper Fig. 3)")
 	backend := fs.String("backend", "", "backend for the simulations of the trajectory figures")
+	force := fs.Bool("force", false, "replace the --errors file if it exists")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -239,6 +240,11 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if *errorsPNG != "" {
 		if fs.NArg() == 0 {
 			return usagef("--errors needs eval directories")
+		}
+		if !*force {
+			if err := refuseExisting("use --force to replace it, or choose another --errors file", *errorsPNG); err != nil {
+				return err
+			}
 		}
 		groups, methods, err := aggregateErrors(fs.Args())
 		if err != nil {

@@ -86,6 +86,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 1 {
 		return usagef("--max-iter must be >= 1, got %d", *maxIter)
 	}
+	if *maxBatch < 1 {
+		return usagef("--max-batch must be >= 1, got %d", *maxBatch)
+	}
 	k, n, err := parseShard(*shard)
 	if err != nil {
 		return err
@@ -111,9 +114,10 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-
-	if _, statErr := os.Stat(*out); statErr == nil && !*resume {
-		return usagef("%s exists; use --resume to continue that run, or choose another --out", *out)
+	if !*resume {
+		if err := refuseExisting("use --resume to continue that run, or choose another --out", *out); err != nil {
+			return err
+		}
 	}
 	if sameFile(fit.CSVPath(*out), *dataPath) {
 		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(*out))
@@ -124,23 +128,33 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return fitFile(ctx, fitter, e.Spec(), opts, set, k, n, *out, *quiet, stderr)
+	return fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, *out, *quiet, stderr)
+}
+
+// fitRun returns what the records of fitter's fits with opts record about the run.
+func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.Run {
+	fo := fitter.Options()
+	return fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
+		Linearize: string(opts.Linearize), Seed: &fo.Seed, MaxIter: fo.MaxIter}
 }
 
 // fitFile fits the subjects of set in shard k of n with fitter and appends their results to
-// out, skipping subjects already there; it then rewrites the CSV table beside it.
+// out, skipping subjects already there; it then rewrites the CSV table beside it. Results in
+// out from a run with other settings are an error listing the differences, and so is a run in
+// which no subject could be fitted.
 func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, set *data.Set, k, n int, out string, quiet bool, stderr io.Writer) error {
 	var done []fit.Record
 	var valid int64
+	run := fitRun(fitter, spec, opts)
 	if _, statErr := os.Stat(out); statErr == nil {
 		var err error
 		if done, valid, err = fit.ReadRecords(out); err != nil {
 			return err
 		}
 		for _, r := range done {
-			if r.Task != spec.Name || r.Method != string(opts.Method) || r.Observe != string(opts.Observe) {
-				return fmt.Errorf("%s holds results of task %s, method %s, observe %s; this run is task %s, method %s, observe %s",
-					out, r.Task, r.Method, r.Observe, spec.Name, opts.Method, opts.Observe)
+			if diff := fit.RunDifferences(r, run, fitter.Restarts(), fitter.Fitted()); len(diff) > 0 {
+				return fmt.Errorf("%s holds results of a run with other settings (subject %s); resume it with its settings or choose another --out:\n  %s",
+					out, r.Subject, strings.Join(diff, "\n  "))
 			}
 		}
 	} else if err := checkWritable(out); err != nil {
@@ -166,6 +180,10 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 	for _, p := range spec.Params {
 		scale[p.Name] = p.Scale.String()
 	}
+	for _, name := range fitter.Ignored() {
+		fmt.Fprintf(stderr, "not fitted: %s, held at %g: the likelihood (method %s, observe %s, planner %s) does not depend on it\n",
+			name, spec.Params[paramIndex(spec, name)].Default, opts.Method, opts.Observe, opts.Planner)
+	}
 	fmt.Fprintf(stderr, "fitting %s (%s, %s observability) to %d subject(s) with %d restarts each; fitted: %s\n",
 		spec.Name, opts.Method, opts.Observe, len(subjects), fitter.Restarts(), strings.Join(fitter.Fitted(), ", "))
 	if len(done) > 0 {
@@ -179,7 +197,7 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 			failed++
 			bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
 		}
-		rec := fit.NewRecord(r, spec.Name, string(opts.Method), string(opts.Observe), scale)
+		rec := fit.NewRecord(r, run, scale)
 		done = append(done, rec)
 		return w.Write(rec)
 	})
@@ -198,6 +216,9 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 	}
 	if err != nil {
 		return err
+	}
+	if failed > 0 && failed == len(subjects) {
+		return fmt.Errorf("no subject could be fitted: all %d failed (see above and the error field of %s)", failed, out)
 	}
 	fmt.Fprintf(stderr, "done: %d subject(s) in %s and %s", len(done), out, fit.CSVPath(out))
 	if failed > 0 {
@@ -222,10 +243,8 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usagef("give the results files to merge")
 	}
-	for _, p := range []string{*out, fit.CSVPath(*out)} {
-		if _, err := os.Stat(p); err == nil {
-			return usagef("%s exists; merge writes new files only", p)
-		}
+	if err := refuseExisting("merge writes new files only", *out, fit.CSVPath(*out)); err != nil {
+		return err
 	}
 	recs, err := fit.Merge(fs.Args())
 	if err != nil {

@@ -66,7 +66,7 @@ func parseVary(spec models.Spec, s string, n int) ([]gridAxis, error) {
 }
 
 func runGrid(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grid", "--task NAME --data FILE.csv --vary name:lo:hi,name:lo:hi [--n 25] [--params ...] --out grid.csv", stderr)
+	fs := newFlags("grid", "--task NAME --data FILE.csv --vary name:lo:hi,name:lo:hi [--n 25] [--params ...] [--force] --out grid.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV")
@@ -77,6 +77,7 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	truth := fs.String("truth", "", "true values of the varied parameters to mark, name=value,...")
 	batch := fs.Int("batch", 2500, "grid points × trials evaluated per graph run (bounds memory)")
 	out := fs.String("out", "", "output CSV; the heat map is written beside it with extension .png")
+	force := fs.Bool("force", false, "replace --out and its .png if they exist")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -89,6 +90,9 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	}
 	if *n < 2 {
 		return usagef("--n must be >= 2")
+	}
+	if *batch < 1 {
+		return usagef("--batch must be >= 1, got %d", *batch)
 	}
 	spec := m.Spec()
 	opts, err := tf.likelihoodOptions(spec)
@@ -120,6 +124,11 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s would overwrite the data file; choose another --out", p)
 		}
 	}
+	if !*force {
+		if err := refuseExisting(forceHint, *out, png); err != nil {
+			return err
+		}
+	}
 	set, err := readData(*dataPath, spec)
 	if err != nil {
 		return err
@@ -137,6 +146,14 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
+	}
+	identifiable := e.Identifiable()
+	for _, ax := range axes {
+		if !identifiable[ax.index] {
+			o := e.Options()
+			return usagef("--vary %s: the likelihood (method %s, observe %s, planner %s) does not depend on it; its grid would be flat",
+				ax.param.Name, o.Method, o.Observe, o.Planner)
+		}
 	}
 	trials := trialsOf(subj)
 	// All grid points, row-major over (second axis, first axis).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 )
 
 func init() {
@@ -56,6 +58,19 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	ll, grad, err := e.Eval(d, thetas)
 	if err != nil {
 		return err
+	}
+	var failed []string // "subject ID: value" of the subjects whose log-likelihood is not finite
+	for i, s := range set.Subjects {
+		if math.IsNaN(ll[i]) || math.IsInf(ll[i], 0) {
+			failed = append(failed, fmt.Sprintf("subject %s: %v", s.ID, ll[i]))
+		}
+	}
+	if len(failed) == len(set.Subjects) {
+		return fmt.Errorf("no subject could be evaluated: the log-likelihood of every subject of %s is not finite at these parameters (%s)",
+			*dataPath, strings.Join(failed, "; "))
+	}
+	for _, f := range failed {
+		fmt.Fprintf(stderr, "warning: log-likelihood not finite for %s\n", f)
 	}
 	for i, s := range set.Subjects {
 		obj := map[string]any{"loglik": jsonFloat(ll[i]), "trials": len(s.Trials)}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -39,7 +40,19 @@ func main() {
 // run executes the command line args and returns the exit status: 0 success, 1 failure,
 // 2 a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "nioc-gpu: %s takes no arguments, got %q\n", args[0], strings.Join(args[1:], " "))
+			return 2
+		}
+		fmt.Fprintf(stdout, "nioc-gpu %s\n", versionString())
+		return 0
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			c, ok := commands[args[1]]
 			if !ok {
@@ -77,6 +90,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// version is the release, set when building with -ldflags "-X main.version=v1.2.3"; empty
+// means versionString's fallbacks.
+var version string
+
+// versionString returns version, else the main module's version recorded by the Go toolchain
+// (a module version, or a pseudo-version from the VCS for a build in a checkout), else "devel".
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// printUsage prints the list of commands.
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "nioc-gpu: probabilistic inverse optimal control for partially observable agents")
 	fmt.Fprintln(w, "\nUsage: nioc-gpu <command> [flags]\n\nCommands:")
@@ -88,7 +118,7 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun `nioc-gpu <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `nioc-gpu <command> -h` for a command's flags, `nioc-gpu --version` for the version.")
 	fmt.Fprintln(w, "Backend: --backend go (pure Go, default) or xla; or set NIOC_BACKEND (and NIOC_PJRT=cpu|cuda|/path/plugin.so).")
 }
 
@@ -116,6 +146,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usagef("unexpected argument %q (flags start with --)", strings.Join(fs.Args(), " "))
 	}
 	return nil
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // required checks that the named string flags were given.

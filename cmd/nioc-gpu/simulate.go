@@ -15,18 +15,19 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--force] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
 	trials := fs.Int("trials", 50, "trials per subject")
 	subjects := fs.Int("subjects", 1, "subjects, each with the same parameters and its own noise")
-	steps := fs.Int("steps", 0, "time steps T (the trajectories have T+1 states); default: the task's")
+	steps := fs.Int("steps", 0, "time steps T >= 1 (the trajectories have T+1 states); default: the task's")
 	seed := fs.Uint64("seed", 1, "random seed")
 	temperature := fs.Float64("temperature", -1, "maximum-causal-entropy policy noise of the agent (covariance temperature·H⁻¹); default: the task's (paper Table 1), as the likelihood assumes; 0 for none")
 	iterations := fs.Int("planner-iterations", 0, "stop the agent's iLQG planner after N iterations (an agent that has not finished planning); default: until it converges (at most 100)")
 	delay := fs.Int("delay", 0, "sensorimotor delay of the agent in steps, 0 or 1: with 1 it senses x_{t-1} at step t (the likelihood does not model this)")
 	out := fs.String("out", "", "output CSV file")
+	force := fs.Bool("force", false, "replace --out if it exists")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,9 +51,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	T := *steps
-	if T == 0 {
-		T = spec.Steps
+	T := spec.Steps
+	if isSet(fs, "steps") {
+		T = *steps
 	}
 	switch {
 	case T < 1:
@@ -73,6 +74,11 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		*temperature = spec.Temperature
 	case *temperature < 0:
 		return usagef("--temperature must be >= 0, got %g", *temperature)
+	}
+	if !*force {
+		if err := refuseExisting(forceHint, *out); err != nil {
+			return err
+		}
 	}
 	if err := checkWritable(*out); err != nil {
 		return err

@@ -14,6 +14,7 @@ func init() {
 	register(command{name: "tasks", summary: "list the tasks with their states, parameters, bounds and horizons", run: runTasks})
 }
 
+// taskJSON is one task in the output of `tasks --json`.
 type taskJSON struct {
 	Name        string      `json:"name"`
 	Description string      `json:"description"`
@@ -26,6 +27,7 @@ type taskJSON struct {
 	Params      []paramJSON `json:"params"`
 }
 
+// paramJSON is one parameter of a taskJSON.
 type paramJSON struct {
 	Name    string  `json:"name"`
 	Default float64 `json:"default"`
@@ -37,10 +39,11 @@ type paramJSON struct {
 
 func runTasks(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tasks", "[--json]", stderr)
-	asJSON := fs.Bool("json", false, "print JSON, one task per line")
+	asJSON := fs.Bool("json", false, "print one JSON array with an object per task")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	var all []taskJSON
 	for _, name := range models.Names() {
 		m, err := models.Get(name)
 		if err != nil {
@@ -53,8 +56,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 			for _, p := range s.Params {
 				t.Params = append(t.Params, paramJSON{p.Name, p.Default, p.Lo, p.Hi, p.Scale.String(), p.Doc})
 			}
-			b, _ := json.Marshal(t)
-			fmt.Fprintln(stdout, string(b))
+			all = append(all, t)
 			continue
 		}
 		fmt.Fprintf(stdout, "%s — %s\n", s.Name, s.Description)
@@ -68,5 +70,13 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 		tw.Flush()
 		fmt.Fprintln(stdout)
 	}
-	return nil
+	if !*asJSON {
+		return nil
+	}
+	b, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, string(b))
+	return err
 }
