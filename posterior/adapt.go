@@ -1,0 +1,126 @@
+package posterior
+
+import (
+	"errors"
+	"math"
+)
+
+// dualAveraging adapts log ε by Nesterov's dual averaging so that the mean acceptance
+// statistic approaches delta (Hoffman & Gelman 2014, Sec. 3.2; Stan's stepsize_adaptation).
+type dualAveraging struct {
+	mu, delta, gamma, kappa, t0 float64
+	counter, sBar, xBar         float64
+}
+
+func (d *dualAveraging) restart() { d.counter, d.sBar, d.xBar = 0, 0, 0 }
+
+// learn records the acceptance statistic of one transition and returns the next step size.
+func (d *dualAveraging) learn(acceptStat float64) float64 {
+	d.counter++
+	acceptStat = math.Min(acceptStat, 1)
+	eta := 1 / (d.counter + d.t0)
+	d.sBar = (1-eta)*d.sBar + eta*(d.delta-acceptStat)
+	x := d.mu - d.sBar*math.Sqrt(d.counter)/d.gamma
+	xEta := math.Pow(d.counter, -d.kappa)
+	d.xBar = (1-xEta)*d.xBar + xEta*x
+	return math.Exp(x)
+}
+
+// final returns the step size after adaptation: the exponential of the averaged iterate.
+func (d *dualAveraging) final() float64 { return math.Exp(d.xBar) }
+
+// varAdapter estimates the diagonal inverse metric from the draws of Stan's slow windows: after
+// an initial buffer of fast (step-size only) adaptation, windows of doubling length starting
+// at base, the last one stretched to end where the terminal buffer begins. At the end of each
+// window the inverse metric becomes the window's regularized sample variances.
+type varAdapter struct {
+	enabled                            bool
+	warmup, initBuffer, termBuffer     int
+	base, counter, windowSize, nextEnd int
+
+	n        int // Welford accumulators of the current window
+	mean, m2 []float64
+}
+
+// newVarAdapter returns the adapter of a warm-up of the given length. As in Stan, no metric
+// is estimated when warmup < 20, and when the buffers and the first window do not fit they
+// become 15%, 75% and 10% of the warm-up.
+func newVarAdapter(dim, warmup, initBuffer, termBuffer, base int) *varAdapter {
+	v := &varAdapter{mean: make([]float64, dim), m2: make([]float64, dim)}
+	if warmup < 20 {
+		return v
+	}
+	v.enabled = true
+	v.warmup = warmup
+	if initBuffer+base+termBuffer > warmup {
+		initBuffer = int(0.15 * float64(warmup))
+		termBuffer = int(0.1 * float64(warmup))
+		base = warmup - (initBuffer + termBuffer)
+	}
+	v.initBuffer, v.termBuffer, v.base = initBuffer, termBuffer, base
+	v.windowSize = base
+	v.nextEnd = initBuffer + base - 1
+	return v
+}
+
+func (v *varAdapter) inWindow() bool {
+	return v.counter >= v.initBuffer && v.counter < v.warmup-v.termBuffer && v.counter != v.warmup
+}
+
+func (v *varAdapter) endOfWindow() bool {
+	return v.counter == v.nextEnd && v.counter != v.warmup
+}
+
+func (v *varAdapter) computeNextWindow() {
+	last := v.warmup - v.termBuffer - 1
+	if v.nextEnd == last {
+		return
+	}
+	v.windowSize *= 2
+	v.nextEnd = v.counter + v.windowSize
+	if v.nextEnd == last {
+		return
+	}
+	// Stretch this window to the end if the following one would not fit.
+	if v.nextEnd+2*v.windowSize >= v.warmup-v.termBuffer {
+		v.nextEnd = last
+	}
+}
+
+var errMetricOverflow = errors.New("numerical overflow in metric adaptation: the posterior may be too wide or improper")
+
+// learn records the draw q of one warm-up iteration and, at the end of a window, writes the
+// new inverse metric to invMetric and returns true.
+func (v *varAdapter) learn(q, invMetric []float64) (bool, error) {
+	if !v.enabled {
+		return false, nil
+	}
+	defer func() { v.counter++ }()
+	if v.inWindow() {
+		v.n++
+		for i, x := range q {
+			delta := x - v.mean[i]
+			v.mean[i] += delta / float64(v.n)
+			v.m2[i] += delta * (x - v.mean[i])
+		}
+	}
+	if !v.endOfWindow() {
+		return false, nil
+	}
+	v.computeNextWindow()
+	n := float64(v.n)
+	for i := range invMetric {
+		variance := 0.0
+		if v.n > 1 {
+			variance = v.m2[i] / (n - 1)
+		}
+		invMetric[i] = n/(n+5)*variance + 1e-3*5/(n+5)
+		if !finite(invMetric[i]) {
+			return false, errMetricOverflow
+		}
+	}
+	v.n = 0
+	clear(v.mean)
+	clear(v.m2)
+	return true, nil
+}

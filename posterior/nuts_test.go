@@ -1,0 +1,206 @@
+package posterior
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// groupedGaussians is a target of three groups, each a 2-D normal of its own, that records
+// the batches it is called with.
+type groupedGaussians struct {
+	mu      sync.Mutex
+	batches [][]int
+}
+
+func (g *groupedGaussians) gaussian(group int) gaussian2 {
+	return gaussian2{mu: [2]float64{float64(group), -float64(group)}, sd: [2]float64{1 + float64(group), 0.5}, rho: 0.3 * float64(group)}
+}
+
+func (g *groupedGaussians) f(groups []int, x [][]float64) ([]float64, [][]float64, error) {
+	g.mu.Lock()
+	g.batches = append(g.batches, append([]int(nil), groups...))
+	g.mu.Unlock()
+	logp := make([]float64, len(x))
+	grad := make([][]float64, len(x))
+	for i, xi := range x {
+		logp[i], grad[i] = g.gaussian(groups[i]).logp(xi)
+	}
+	return logp, grad, nil
+}
+
+// sampleAlone runs one chain by itself, evaluating the log density point by point.
+func sampleAlone(t *testing.T, target *Target, opts Options, group, index int) Chain {
+	t.Helper()
+	o, err := opts.resolve()
+	require.NoError(t, err)
+	c := newChainRun(target, &o, group, index)
+	eval := func(q []float64) (float64, []float64, error) {
+		lp, g, err := target.Eval([]int{group}, [][]float64{q})
+		if err != nil {
+			return 0, nil, err
+		}
+		return lp[0], g[0], nil
+	}
+	c.out.Err = c.run(eval, func() bool { return true })
+	return c.out
+}
+
+// TestBatchedEqualsAlone: chains of several groups sampled together, in lockstep or not,
+// give exactly the draws of each chain run alone, and every batch holds at most one point per
+// chain.
+func TestBatchedEqualsAlone(t *testing.T) {
+	g := &groupedGaussians{}
+	target := NewGroupTarget(2, 3, g.f)
+	opts := Options{Chains: 3, Warmup: 150, Draws: 100, Seed: 42}
+	res, err := Sample(context.Background(), target, opts)
+	require.NoError(t, err)
+	require.NoError(t, res.Err())
+	lockstepCalls := len(g.batches)
+	assert.Equal(t, res.Calls, lockstepCalls)
+	evals, largest := 0, 0
+	for _, b := range g.batches {
+		largest = max(largest, len(b))
+		evals += len(b)
+	}
+	assert.Equal(t, 9, largest, "one call serves every chain of every group")
+	assert.Equal(t, res.Evaluations, evals)
+	t.Logf("lockstep: %d evaluations in %d calls", res.Evaluations, res.Calls)
+
+	g.batches = nil
+	unsync := opts
+	unsync.Unsynchronized = true
+	free, err := Sample(context.Background(), target, unsync)
+	require.NoError(t, err)
+	assert.Less(t, free.Calls, lockstepCalls, "without the barrier the batches are fuller and fewer")
+	assert.Equal(t, res.Evaluations, free.Evaluations)
+	t.Logf("unsynchronized: %d evaluations in %d calls", free.Evaluations, free.Calls)
+
+	perChain := 0
+	for i, c := range res.Chains {
+		assert.Equal(t, i/3, c.Group)
+		assert.Equal(t, i%3, c.Index)
+		alone := sampleAlone(t, target, opts, c.Group, c.Index)
+		require.NoError(t, alone.Err)
+		require.Equal(t, alone, c, "chain %d of group %d", c.Index, c.Group)
+		require.Equal(t, alone, free.Chains[i], "unsynchronized chain %d of group %d", c.Index, c.Group)
+		perChain += c.Evaluations
+	}
+	assert.Equal(t, res.Evaluations, perChain)
+	// The groups' draws follow their own densities.
+	for group := range 3 {
+		sum, err := res.Summary(group)
+		require.NoError(t, err)
+		want := g.gaussian(group)
+		for j := range 2 {
+			within(t, fmt.Sprintf("group %d mean %d", group, j), sum[j].Mean, want.mu[j], want.sd[j]/math.Sqrt(sum[j].ESSBulk), 5)
+		}
+	}
+}
+
+// TestDeterministic: the same seed gives the same draws whatever the parallelism; another
+// seed gives others.
+func TestDeterministic(t *testing.T) {
+	g := gaussian2{mu: [2]float64{0, 1}, sd: [2]float64{1, 3}, rho: -0.5}
+	run := func(seed uint64) *Result {
+		res, err := Sample(context.Background(), NewTarget(2, batch(g.logp)), Options{Chains: 4, Warmup: 100, Draws: 50, Seed: seed})
+		require.NoError(t, err)
+		return res
+	}
+	a := run(1)
+	prev := runtime.GOMAXPROCS(1)
+	b := run(1)
+	runtime.GOMAXPROCS(prev)
+	assert.Equal(t, a, b)
+	c := run(2)
+	assert.NotEqual(t, a.Chains[0].Draws, c.Chains[0].Draws)
+	assert.NotEqual(t, a.Chains[0].Draws, a.Chains[1].Draws, "chains have their own streams")
+}
+
+func TestWindows(t *testing.T) {
+	for _, c := range []struct {
+		warmup, init, term, base int
+		ends                     []int
+	}{
+		{1000, 75, 50, 25, []int{99, 149, 249, 449, 949}},
+		{1000, 75, 25, 25, []int{99, 149, 249, 449, 974}},
+		{500, 75, 50, 25, []int{99, 149, 249, 449}},
+		{150, 75, 50, 25, []int{99}},
+		{100, 75, 50, 25, []int{15 + 75 - 1}}, // reduced to 15 / 75 / 10
+		{19, 75, 50, 25, nil},                 // too short: no metric adaptation
+	} {
+		v := newVarAdapter(1, c.warmup, c.init, c.term, c.base)
+		inv := []float64{1}
+		var ends []int
+		for it := range c.warmup {
+			updated, err := v.learn([]float64{float64(it % 7)}, inv)
+			require.NoError(t, err)
+			if updated {
+				ends = append(ends, it)
+			}
+		}
+		assert.Equal(t, c.ends, ends, "warm-up %d, buffers %d/%d, window %d", c.warmup, c.init, c.term, c.base)
+	}
+	// The regularized variance of the first window, 75..99.
+	v := newVarAdapter(1, 1000, 75, 50, 25)
+	inv := []float64{1}
+	var xs []float64
+	for it := range 100 {
+		x := math.Sin(float64(it))
+		if it >= 75 {
+			xs = append(xs, x)
+		}
+		_, err := v.learn([]float64{x}, inv)
+		require.NoError(t, err)
+	}
+	var mean, ss float64
+	for _, x := range xs {
+		mean += x / 25
+	}
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	assert.InDelta(t, 25.0/30*ss/24+1e-3*5/30, inv[0], 1e-12)
+}
+
+func TestDualAveraging(t *testing.T) {
+	// With acceptance always at the target the iterate stays at μ.
+	d := dualAveraging{mu: math.Log(10), delta: 0.8, gamma: 0.05, kappa: 0.75, t0: 10}
+	for range 10 {
+		assert.InDelta(t, 10, d.learn(0.8), 1e-12)
+	}
+	assert.InDelta(t, 10, d.final(), 1e-12)
+	// Low acceptance shrinks the step size, high acceptance grows it.
+	d.restart()
+	assert.Less(t, d.learn(0.1), 10.0)
+	d.restart()
+	assert.Greater(t, d.learn(1.5), 10.0)
+}
+
+func TestLogSumExp(t *testing.T) {
+	inf := math.Inf(-1)
+	assert.Equal(t, 2.0, logSumExp(inf, 2))
+	assert.Equal(t, 2.0, logSumExp(2, inf))
+	assert.True(t, math.IsInf(logSumExp(inf, inf), -1))
+	assert.InDelta(t, math.Log(math.Exp(1)+math.Exp(3)), logSumExp(1, 3), 1e-14)
+	assert.InDelta(t, 1000+math.Log(2), logSumExp(1000, 1000), 1e-12)
+}
+
+// TestTreeDepthLimit: with a tiny fixed step size every trajectory runs to the maximum depth.
+func TestTreeDepthLimit(t *testing.T) {
+	g := gaussian2{sd: [2]float64{1, 1}}
+	res, err := Sample(context.Background(), NewTarget(2, batch(g.logp)),
+		Options{Chains: 1, Warmup: -1, Draws: 5, StepSize: 1e-4, MaxDepth: 4})
+	require.NoError(t, err)
+	for i := range 5 {
+		assert.Equal(t, 4, res.Chains[0].TreeDepth[i])
+		assert.Equal(t, 15, res.Chains[0].NLeapfrog[i])
+		assert.False(t, res.Chains[0].Divergent[i])
+	}
+}
