@@ -11,15 +11,12 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -81,19 +78,20 @@ type Result struct {
 
 // Fitter fits one task's likelihood.
 type Fitter struct {
-	e       *likelihood.Evaluator
-	spec    models.Spec
-	opts    Options
-	infer   []int     // indices of fitted parameters
-	base    []float64 // all parameters in fitting scale: fixed values and defaults
-	natural []float64 // the same in natural units, exactly as given
-	lo, hi  []float64 // bounds of the fitted parameters in fitting scale
-	batches int
+	e    *likelihood.Evaluator
+	spec models.Spec
+	opts Options
+	sel  *Selection
+	// The selection's: indices of the fitted parameters, all parameters in fitting scale
+	// (fixed values and defaults) and in natural units, bounds of the fitted ones.
+	infer         []int
+	base, natural []float64
+	lo, hi        []float64
+	batches       int
 }
 
 // New returns a Fitter for the evaluator's likelihood. It checks the options: restarts ≥ 1,
-// known and distinct parameter names, no parameter both fitted and fixed, fixed values inside
-// the search box.
+// and the parameters fitted and fixed as NewSelection does.
 func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	spec := e.Spec()
 	if opts.Restarts < 1 {
@@ -106,96 +104,24 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 		return nil, fmt.Errorf("max-iter must be >= 1, got %d", opts.MaxIter)
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 2500
+		opts.MaxBatch = likelihood.DefaultMaxBatch
 	}
 	if opts.BestTol <= 0 {
 		opts.BestTol = 0.01
 	}
-	index := map[string]int{}
-	for i, p := range spec.Params {
-		index[p.Name] = i
+	sel, err := NewSelection(e, opts.Infer, opts.Fix)
+	if err != nil {
+		return nil, err
 	}
-	known := strings.Join(spec.ParamNames(), ", ")
-	f := &Fitter{e: e, spec: spec, opts: opts}
-	f.base = make([]float64, len(spec.Params))
-	f.natural = spec.Defaults()
-	for i, p := range spec.Params {
-		f.base[i] = p.ToScale(p.Default)
-	}
-	fixed := map[int]bool{}
-	for name, v := range opts.Fix {
-		i, ok := index[name]
-		if !ok {
-			return nil, fmt.Errorf("--fix: task %s has no parameter %q; its parameters are %s", spec.Name, name, known)
-		}
-		p := spec.Params[i]
-		if v < p.Lo || v > p.Hi || math.IsNaN(v) {
-			return nil, fmt.Errorf("--fix %s=%g is outside its bounds [%g, %g]", name, v, p.Lo, p.Hi)
-		}
-		fixed[i] = true
-		f.base[i] = p.ToScale(v)
-		f.natural[i] = v
-	}
-	identifiable := e.Identifiable()
-	if opts.Infer != nil {
-		seen := map[int]bool{}
-		for _, name := range opts.Infer {
-			i, ok := index[name]
-			if !ok {
-				return nil, fmt.Errorf("--infer: task %s has no parameter %q; its parameters are %s", spec.Name, name, known)
-			}
-			if seen[i] {
-				return nil, fmt.Errorf("--infer: parameter %s given twice", name)
-			}
-			if fixed[i] {
-				return nil, fmt.Errorf("parameter %s is both inferred and fixed", name)
-			}
-			if !identifiable[i] {
-				o := e.Options()
-				return nil, fmt.Errorf("--infer: the likelihood (method %s, observe %s, planner %s) does not depend on %s, so it cannot be fitted; leave it out of --infer",
-					o.Method, o.Observe, o.Planner, name)
-			}
-			seen[i] = true
-		}
-		for i := range spec.Params {
-			if seen[i] {
-				f.infer = append(f.infer, i)
-			}
-		}
-	} else {
-		for i, ok := range identifiable {
-			if ok && !fixed[i] {
-				f.infer = append(f.infer, i)
-			}
-		}
-	}
-	if len(f.infer) == 0 {
-		return nil, fmt.Errorf("no parameter left to fit")
-	}
-	for _, i := range f.infer {
-		p := spec.Params[i]
-		f.lo = append(f.lo, p.ToScale(p.Lo))
-		f.hi = append(f.hi, p.ToScale(p.Hi))
-	}
+	f := &Fitter{e: e, spec: spec, opts: opts, sel: sel, infer: sel.infer, base: sel.base, natural: sel.natural,
+		lo: sel.lo, hi: sel.hi}
 	return f, nil
 }
 
 // Ignored returns, when Options.Infer is nil, the parameters left at their defaults, neither
 // fitted nor fixed, because the likelihood does not depend on them (Evaluator.Identifiable);
 // nil otherwise.
-func (f *Fitter) Ignored() []string {
-	if f.opts.Infer != nil {
-		return nil
-	}
-	var out []string
-	for i, ok := range f.e.Identifiable() {
-		name := f.spec.Params[i].Name
-		if _, fixed := f.opts.Fix[name]; !ok && !fixed {
-			out = append(out, name)
-		}
-	}
-	return out
-}
+func (f *Fitter) Ignored() []string { return f.sel.Ignored() }
 
 // Options returns the fitter's options, defaults filled in.
 func (f *Fitter) Options() Options { return f.opts }
@@ -207,13 +133,7 @@ func (f *Fitter) Restarts() int { return f.opts.Restarts }
 func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }
 
 // Fitted returns the names of the fitted parameters.
-func (f *Fitter) Fitted() []string {
-	names := make([]string, len(f.infer))
-	for k, i := range f.infer {
-		names[k] = f.spec.Params[i].Name
-	}
-	return names
-}
+func (f *Fitter) Fitted() []string { return f.sel.Names() }
 
 // InitialPoints returns the restarts' initial points for the subject with the given ID,
 // uniform in each fitted parameter's scale inside its bounds. They depend only on the seed and
@@ -233,13 +153,7 @@ func (f *Fitter) InitialPoints(subject string) [][]float64 {
 	return pts
 }
 
-func (f *Fitter) full(x []float64) []float64 {
-	th := slices.Clone(f.base)
-	for k, i := range f.infer {
-		th[i] = x[k]
-	}
-	return th
-}
+func (f *Fitter) full(x []float64) []float64 { return f.sel.Full(x) }
 
 // Fit fits every subject and calls emit with each subject's result as soon as it is final
 // (emit calls are serialized; an error from emit stops the fit). All restarts of all subjects
@@ -493,63 +407,14 @@ func summarize(reasons []string) string {
 	return strings.Join(parts, "; ")
 }
 
-// evalBatch evaluates requests in chunks of a few fixed sizes, so that only a few graph
-// shapes are ever compiled, and runs the chunks concurrently, one per core: the largest chunk
-// is what fits MaxBatch; smaller ones halve it, and the requests are split into at least as
-// many chunks as there are cores when there are enough of them. On a backend whose compiles
-// are slow (XLA) every chunk has one size, the largest needed (at most most requests), and
-// is padded: one graph is compiled per fit.
+// evalBatch evaluates requests on the trials of their rows, in graph runs of at most
+// MaxBatch rows × trials (likelihood.Evaluator.EvalRows); most is the most requests of any
+// batch of the fit.
 func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*request) ([]float64, [][]float64, error) {
-	workers := max(1, runtime.GOMAXPROCS(0))
-	chunk := max(1, f.opts.MaxBatch/trials)
-	if !graph.CompilesSlowly(f.e.Backend()) {
-		want := (len(reqs) + workers - 1) / workers
-		for chunk > 1 && want <= chunk/2 {
-			chunk = (chunk + 1) / 2
-		}
-	} else {
-		chunk = min(chunk, most)
+	dataRows := make([][][][]float64, len(reqs))
+	thetas := make([][]float64, len(reqs))
+	for i, r := range reqs {
+		dataRows[i], thetas[i] = rows[r.row], r.theta
 	}
-	n := (len(reqs) + chunk - 1) / chunk
-	ll := make([]float64, len(reqs))
-	grad := make([][]float64, len(reqs))
-	errs := make([]error, n)
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	for c := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			start := c * chunk
-			part := reqs[start:min(start+chunk, len(reqs))]
-			dataRows := make([][][][]float64, chunk)
-			thetas := make([][]float64, chunk)
-			for i := range chunk {
-				r := part[min(i, len(part)-1)] // pad with copies of the last request
-				dataRows[i] = rows[r.row]
-				thetas[i] = r.theta
-			}
-			d, err := f.e.Prepare(dataRows, trials)
-			if err != nil {
-				errs[c] = err
-				return
-			}
-			l, g, err := f.e.Eval(d, thetas)
-			if err != nil {
-				errs[c] = err
-				return
-			}
-			copy(ll[start:], l[:len(part)])
-			copy(grad[start:], g[:len(part)])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return ll, grad, nil
+	return f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
 }

@@ -53,6 +53,7 @@ type settings struct {
 	stepSize, initRadius               float64
 	initBuffer, termBuffer, window     int
 	init                               func(group, chain int) []float64
+	groupSeed                          func(group int) uint64
 	unsynchronized                     bool
 	progress                           func(Progress)
 }
@@ -68,10 +69,15 @@ type chainRun struct {
 }
 
 func newChainRun(t *Target, o *settings, group, index int) *chainRun {
-	// Independent PCG streams: the seed and a hash of (group, chain) as the two words.
-	stream := splitmix64(uint64(group)<<32 ^ uint64(index) ^ 0x6a09e667f3bcc909)
+	// Independent PCG streams: the seed and a hash of (group, chain) as the two words; with
+	// GroupSeed, the group's seed and a hash of the chain.
+	seed, g := o.seed, uint64(group)
+	if o.groupSeed != nil {
+		seed, g = o.groupSeed(group), 0
+	}
+	stream := splitmix64(g<<32 ^ uint64(index) ^ 0x6a09e667f3bcc909)
 	return &chainRun{group: group, index: index, t: t, o: o,
-		rng: rand.New(rand.NewPCG(o.seed, stream)),
+		rng: rand.New(rand.NewPCG(seed, stream)),
 		out: Chain{Group: group, Index: index}}
 }
 

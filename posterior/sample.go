@@ -13,6 +13,10 @@ type Options struct {
 	Warmup int    // warm-up iterations per chain; 0 means 1000, negative means none (no adaptation)
 	Draws  int    // draws per chain after warm-up; 0 means 1000
 	Seed   uint64 // seed of every chain's random stream, with the chain's group and index
+	// GroupSeed, if set, gives the seed of group g's chains instead of Seed, and their random
+	// streams then depend on the chain's index but not on g: a group's draws are the same
+	// whichever groups it is sampled with (for example a subject's, seeded from its ID).
+	GroupSeed func(group int) uint64
 
 	MaxDepth     int     // maximum tree depth; 0 means 10 (at most 2¹⁰ − 1 leapfrog steps a draw)
 	MaxDeltaH    float64 // energy error beyond which a trajectory is divergent; 0 means 1000
@@ -83,7 +87,7 @@ func (o Options) resolve() (settings, error) {
 	s := settings{chains: o.Chains, warmup: o.Warmup, draws: o.Draws, seed: o.Seed, maxDepth: o.MaxDepth,
 		maxDeltaH: o.MaxDeltaH, delta: o.TargetAccept, gamma: o.Gamma, kappa: o.Kappa, t0: o.T0,
 		stepSize: o.StepSize, initRadius: o.InitRadius, initBuffer: o.InitBuffer, termBuffer: o.TermBuffer,
-		window: o.Window, init: o.Init, unsynchronized: o.Unsynchronized, progress: o.Progress}
+		window: o.Window, init: o.Init, groupSeed: o.GroupSeed, unsynchronized: o.Unsynchronized, progress: o.Progress}
 	ints := []struct {
 		v    *int
 		def  int

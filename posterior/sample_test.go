@@ -349,3 +349,21 @@ func TestSampleNoWarmupAndInit(t *testing.T) {
 	assert.Equal(t, res.Evaluations, last.Evaluations)
 	assert.GreaterOrEqual(t, last.Transitions, 98)
 }
+
+// TestSampleGroupSeed: with GroupSeed, a group's draws depend on its seed only, not on its
+// index or the groups sampled with it.
+func TestSampleGroupSeed(t *testing.T) {
+	g := gaussian2{sd: [2]float64{1, 2}, rho: 0.5}
+	seeds := []uint64{3, 8}
+	opts := Options{Chains: 2, Warmup: 50, Draws: 30}
+	opts.GroupSeed = func(group int) uint64 { return seeds[group] }
+	both, err := Sample(context.Background(), NewGroupTarget(2, 2, Grouped(batch(g.logp))), opts)
+	require.NoError(t, err)
+	opts.GroupSeed = func(int) uint64 { return seeds[1] }
+	alone, err := Sample(context.Background(), NewTarget(2, batch(g.logp)), opts)
+	require.NoError(t, err)
+	for c := range 2 {
+		assert.Equal(t, alone.Group(0)[c].Draws, both.Group(1)[c].Draws, "chain %d", c)
+	}
+	assert.NotEqual(t, both.Group(0)[0].Draws, both.Group(1)[0].Draws)
+}

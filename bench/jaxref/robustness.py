@@ -24,8 +24,10 @@ Parameter sets are drawn uniformly in each parameter's fitting scale within its 
 
 Estimators (`nioc-gpu fit` with these flags; NAME=FLAGS adds your own):
 
-  default       no flags: the default likelihood
-  first-order   --first-order-noise (the paper's and the reference's likelihood)
+  default       no flags: the default likelihood (since 2026-11-22 the same as fit-tau)
+  fit-tau       --temperature fit: the policy noise's temperature fitted as a nuisance parameter
+  task-tau      --temperature task: the temperature fixed at the task's (the earlier default)
+  first-order   --temperature task --first-order-noise (the paper's and the reference's likelihood)
   tau0          --temperature 0 (the likelihood of an agent without policy noise)
   baseline      --method baseline (MCE IRL)
 
@@ -54,7 +56,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 ESTIMATORS = {
     "default": [],
-    "first-order": ["--first-order-noise"],
+    "fit-tau": ["--temperature", "fit"],
+    "task-tau": ["--temperature", "task"],
+    "first-order": ["--temperature", "task", "--first-order-noise"],
     "tau0": ["--temperature", "0"],
     "baseline": ["--method", "baseline"],
 }

@@ -55,7 +55,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")
@@ -298,20 +298,32 @@ func newProgressBar(w io.Writer, quiet bool) *progressBar {
 }
 
 func (p *progressBar) update(pr fit.Progress) {
-	if !p.enabled || time.Since(p.last) < 200*time.Millisecond {
+	if !p.due() {
 		return
 	}
-	p.last = time.Now()
 	rate := float64(pr.Evaluations) / pr.Elapsed.Seconds()
 	best := "—"
 	if pr.SubjectsDone > 0 {
 		best = strconv.FormatFloat(pr.BestLogLik, 'f', 2, 64)
 	}
+	p.show(float64(pr.SubjectsDone)/float64(max(1, pr.Subjects)), fmt.Sprintf("%d/%d subjects  best loglik %s  %.1f evals/s  %s",
+		pr.SubjectsDone, pr.Subjects, best, rate, pr.Elapsed.Round(time.Second)))
+}
+
+// due reports whether the bar is drawn and was last drawn long enough ago to be drawn again.
+func (p *progressBar) due() bool {
+	if !p.enabled || time.Since(p.last) < 200*time.Millisecond {
+		return false
+	}
+	p.last = time.Now()
+	return true
+}
+
+// show draws the bar filled to the fraction done, followed by text.
+func (p *progressBar) show(done float64, text string) {
 	width := 24
-	filled := width * pr.SubjectsDone / max(1, pr.Subjects)
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d subjects  best loglik %s  %.1f evals/s  %s ",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pr.SubjectsDone, pr.Subjects, best, rate,
-		pr.Elapsed.Round(time.Second))
+	filled := min(width, max(0, int(float64(width)*done)))
+	fmt.Fprintf(p.w, "\r[%s%s] %s ", strings.Repeat("#", filled), strings.Repeat(".", width-filled), text)
 	p.drawn = true
 }
 

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/posterior/ioc"
+)
+
+func init() {
+	register(command{name: "sample", summary: "draw from the posterior of every subject's parameters (batched NUTS, resumable)", run: runSample})
+}
+
+func runSample(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--init fit.jsonl] [--shard k/N] [--resume] [--force] --out DIR", stderr)
+	var tf taskFlags
+	tf.register(fs, true)
+	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")
+	chains := fs.Int("chains", 4, "chains per subject")
+	warmup := fs.Int("warmup", 500, "warm-up iterations per chain (step size and metric adaptation; not kept); 0 for none")
+	draws := fs.Int("draws", 1000, "draws per chain after warm-up")
+	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
+	infer := fs.String("infer", "", "parameters to sample, name,name (default: all the likelihood depends on)")
+	fix := fs.String("fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
+	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
+	initPath := fs.String("init", "", "results `file` of nioc-gpu fit (fit.jsonl) of the same task: start each subject's chains around its estimate (default: over-dispersed)")
+	out := fs.String("out", "", "output directory: draws.csv, summary.csv, summary.json")
+	resume := fs.Bool("resume", false, "continue an interrupted run: skip subjects already in --out")
+	force := fs.Bool("force", false, "replace the outputs in --out")
+	shard := fs.String("shard", "", "sample only shard k of N of the subjects (k/N), e.g. for a Slurm job array; give each shard its own --out")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	maxBatch := fs.Int("max-batch", 2500, "points × trials evaluated per graph run (bounds memory)")
+	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
+	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
+	targetAccept := fs.Float64("target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	m, err := tf.model()
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "data", "out"); err != nil {
+		return err
+	}
+	switch {
+	case *maxBatch < 1:
+		return usagef("--max-batch must be >= 1, got %d", *maxBatch)
+	case isSet(fs, "together") && *together < 1:
+		return usagef("--together must be >= 1, got %d", *together)
+	case *maxDepth < 1:
+		return usagef("--max-depth must be >= 1, got %d", *maxDepth)
+	case !(*targetAccept > 0 && *targetAccept < 1):
+		return usagef("--target-accept must be in (0, 1), got %g", *targetAccept)
+	case *resume && *force:
+		return usagef("--resume continues the run in --out and --force replaces it: give one")
+	}
+	k, n, err := parseShard(*shard)
+	if err != nil {
+		return err
+	}
+	fixNames, fixVals, err := parseAssignments(*fix, "fix")
+	if err != nil {
+		return err
+	}
+	fixed := map[string]float64{}
+	for i, name := range fixNames {
+		fixed[name] = fixVals[i]
+	}
+	priors, err := ioc.ParsePriors(*prior)
+	if err != nil {
+		return usageError{err}
+	}
+	opts, err := tf.likelihoodOptions(m.Spec())
+	if err != nil {
+		return err
+	}
+	e, err := tf.evaluator(m, opts)
+	if err != nil {
+		return err
+	}
+	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed,
+		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(*infer), Fix: fixed, Priors: priors,
+		MaxBatch: *maxBatch, Together: *together})
+	if err != nil {
+		return usageError{err}
+	}
+	outputs := ioc.Files(*out)
+	if !*resume && !*force {
+		if err := refuseExisting("use --resume to continue that run, --force to replace it, or choose another --out", outputs...); err != nil {
+			return err
+		}
+	}
+	for _, p := range outputs {
+		if sameFile(p, *dataPath) {
+			return usagef("the output %s would overwrite the data file; choose another --out", p)
+		}
+	}
+	spec := e.Spec()
+	set, err := readData(*dataPath, spec)
+	if err != nil {
+		return err
+	}
+	var subjects []fit.Subject
+	for i, s := range set.Subjects {
+		if i%n == k-1 {
+			subjects = append(subjects, fit.Subject{ID: s.ID, Trials: trialsOf(s)})
+		}
+	}
+	names := sampler.Selection().Names()
+	if *initPath != "" {
+		ids := make([]string, len(subjects))
+		for i, s := range subjects {
+			ids[i] = s.ID
+		}
+		init, absent, err := ioc.ReadInit(*initPath, spec, ids, names)
+		if err != nil {
+			return err
+		}
+		if len(absent) > 0 {
+			fmt.Fprintf(stderr, "--init: %s holds no estimate of %s: those chains start over-dispersed\n", *initPath, strings.Join(absent, ", "))
+		}
+		o := sampler.Options()
+		o.Init = init
+		if sampler, err = ioc.New(e, o); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := checkWritable(filepath.Join(*out, ioc.SummaryJSONFile)); err != nil {
+		return err
+	}
+	run := sampler.Run(*initPath)
+	var w *ioc.Output
+	if *resume {
+		w, err = ioc.Resume(*out, run, sampler.Params())
+	} else {
+		w, err = ioc.Create(*out, run, sampler.Params())
+	}
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	done := w.Done()
+	subjects = slices.DeleteFunc(subjects, func(s fit.Subject) bool { return slices.Contains(done, s.ID) })
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return sampleSubjects(ctx, sampler, run, subjects, w, *out, len(done), *quiet, stderr)
+}
+
+// sampleSubjects samples subjects with sampler into w (the outputs in dir, which already hold
+// done subjects) and reports on stderr.
+func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subjects []fit.Subject, w *ioc.Output, dir string, done int, quiet bool, stderr io.Writer) error {
+	for _, name := range sampler.Selection().Ignored() {
+		spec := sampler.Selection().Spec()
+		fmt.Fprintf(stderr, "not sampled: %s, held at %g: the likelihood (method %s, observe %s, planner %s) does not depend on it\n",
+			name, spec.Params[paramIndex(spec, name)].Default, run.Method, run.Observe, run.Planner)
+	}
+	priors := "uniform in each parameter's fitting scale on its search box"
+	if len(run.Priors) > 0 {
+		var p []string
+		for _, name := range run.Sampled {
+			if v, ok := run.Priors[name]; ok {
+				p = append(p, name+"="+v)
+			}
+		}
+		priors = strings.Join(p, ", ") + " (fitting scale); the others uniform"
+	}
+	fmt.Fprintf(stderr, "sampling %s (%s, %s observability) for %d subject(s): %d chains × (%d warm-up + %d draws); sampled: %s; priors: %s\n",
+		run.Task, run.Method, run.Observe, len(subjects), run.Chains, run.Warmup, run.Draws, strings.Join(run.Sampled, ", "), priors)
+	if done > 0 {
+		fmt.Fprintf(stderr, "resuming: %d subject(s) already in %s\n", done, dir)
+	}
+	bar := newProgressBar(stderr, quiet)
+	sampler.SetProgress(func(p ioc.Progress) {
+		if !bar.due() {
+			return
+		}
+		frac := (float64(p.SubjectsDone) + float64(p.Transitions)/float64(max(1, p.Total))) / float64(max(1, p.Subjects))
+		bar.show(frac, fmt.Sprintf("%d/%d subjects  %.0f evals/s  %s", p.SubjectsDone, p.Subjects,
+			float64(p.Evaluations)/p.Elapsed.Seconds(), p.Elapsed.Round(time.Second)))
+	})
+	var failed, warned, warnings, written int
+	err := sampler.Sample(ctx, subjects, func(rs []ioc.Result) error {
+		if err := w.Write(rs); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			written++
+			if r.Err != "" {
+				failed++
+				bar.println(fmt.Sprintf("subject %s: could not be sampled: %s", r.Subject, r.Err))
+			}
+			if len(r.Warnings) > 0 {
+				warned++
+			}
+			for _, wn := range r.Warnings {
+				warnings++
+				bar.println("warning: " + wn.Message)
+			}
+		}
+		return nil
+	})
+	bar.finish()
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s; rerun with --resume to continue\n", done+written, dir)
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 && failed == len(subjects) {
+		return fmt.Errorf("no subject could be sampled: all %d failed (see above and the error field of %s)", failed,
+			filepath.Join(dir, ioc.SummaryJSONFile))
+	}
+	fmt.Fprintf(stderr, "done: %d subject(s) in %s (%s, %s, %s)", done+written, dir, ioc.DrawsFile, ioc.SummaryFile, ioc.SummaryJSONFile)
+	if failed > 0 {
+		fmt.Fprintf(stderr, "; %d could not be sampled", failed)
+	}
+	if warnings > 0 {
+		fmt.Fprintf(stderr, "; %d warning(s) for %d subject(s), listed in summary.json: do not trust those summaries before acting on them", warnings, warned)
+	}
+	fmt.Fprintln(stderr)
+	return nil
+}
