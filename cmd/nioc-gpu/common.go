@@ -159,6 +159,46 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 	return o, nil
 }
 
+// subjectFlags are the flags of the commands that work subject by subject through a data file
+// (fit, sample): the data, the parameters, the output and its resumption, the shard.
+type subjectFlags struct {
+	data, infer, fix, out, shard string
+	resume, quiet                bool
+	maxBatch                     int
+}
+
+// register adds the flags to fs; verb is what the command does to a parameter ("fit",
+// "sample") and outDoc describes --out.
+func (sf *subjectFlags) register(fs *flag.FlagSet, verb, outDoc string) {
+	fs.StringVar(&sf.data, "data", "", "trajectory CSV with one or more subjects")
+	fs.StringVar(&sf.infer, "infer", "", "parameters to "+verb+", name,name (default: all the likelihood depends on)")
+	fs.StringVar(&sf.fix, "fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
+	fs.StringVar(&sf.out, "out", "", outDoc)
+	fs.BoolVar(&sf.resume, "resume", false, "continue an interrupted run: skip subjects already in --out")
+	fs.StringVar(&sf.shard, "shard", "", verb+" only shard k of N of the subjects (k/N), e.g. for a Slurm job array; give each shard its own --out")
+	fs.BoolVar(&sf.quiet, "quiet", false, "no progress bar")
+	fs.IntVar(&sf.maxBatch, "max-batch", 2500, "parameter vectors (restarts or chains) × trials evaluated per graph run (bounds memory)")
+}
+
+// parse checks the flags and returns the shard (k of n) and the fixed parameters.
+func (sf *subjectFlags) parse() (k, n int, fixed map[string]float64, err error) {
+	if sf.maxBatch < 1 {
+		return 0, 0, nil, usagef("--max-batch must be >= 1, got %d", sf.maxBatch)
+	}
+	if k, n, err = parseShard(sf.shard); err != nil {
+		return 0, 0, nil, err
+	}
+	names, values, err := parseAssignments(sf.fix, "fix")
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	fixed = map[string]float64{}
+	for i, name := range names {
+		fixed[name] = values[i]
+	}
+	return k, n, fixed, nil
+}
+
 // parseAssignments parses "name=value,name=value" into an ordered list.
 func parseAssignments(s, flagName string) ([]string, []float64, error) {
 	var names []string

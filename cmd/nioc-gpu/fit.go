@@ -58,17 +58,11 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
-	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")
+	var sf subjectFlags
+	sf.register(fs, "fit", "results file (JSON Lines, one subject per line); a .csv table is written beside it")
 	restarts := fs.Int("restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
-	infer := fs.String("infer", "", "parameters to fit, name,name (default: all the likelihood depends on)")
-	fix := fs.String("fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
-	out := fs.String("out", "", "results file (JSON Lines, one subject per line); a .csv table is written beside it")
-	resume := fs.Bool("resume", false, "continue an interrupted run: skip subjects already in --out")
-	shard := fs.String("shard", "", "fit only shard k of N of the subjects (k/N), e.g. for a Slurm job array")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	maxBatch := fs.Int("max-batch", 2500, "restarts × trials evaluated per graph run (bounds memory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,20 +80,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 1 {
 		return usagef("--max-iter must be >= 1, got %d", *maxIter)
 	}
-	if *maxBatch < 1 {
-		return usagef("--max-batch must be >= 1, got %d", *maxBatch)
-	}
-	k, n, err := parseShard(*shard)
+	k, n, fixed, err := sf.parse()
 	if err != nil {
 		return err
-	}
-	fixNames, fixVals, err := parseAssignments(*fix, "fix")
-	if err != nil {
-		return err
-	}
-	fixed := map[string]float64{}
-	for i, name := range fixNames {
-		fixed[name] = fixVals[i]
 	}
 	opts, err := tf.likelihoodOptions(spec)
 	if err != nil {
@@ -110,25 +93,25 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
-		Infer: parseNames(*infer), Fix: fixed, MaxBatch: *maxBatch})
+		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch})
 	if err != nil {
 		return usageError{err}
 	}
-	if !*resume {
-		if err := refuseExisting("use --resume to continue that run, or choose another --out", *out); err != nil {
+	if !sf.resume {
+		if err := refuseExisting("use --resume to continue that run, or choose another --out", sf.out); err != nil {
 			return err
 		}
 	}
-	if sameFile(fit.CSVPath(*out), *dataPath) {
-		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(*out))
+	if sameFile(fit.CSVPath(sf.out), sf.data) {
+		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(sf.out))
 	}
-	set, err := readData(*dataPath, spec)
+	set, err := readData(sf.data, spec)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, *out, *quiet, stderr)
+	return fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, sf.out, sf.quiet, stderr)
 }
 
 // fitRun returns what the records of fitter's fits with opts record about the run.

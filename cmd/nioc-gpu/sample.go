@@ -24,21 +24,15 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--init fit.jsonl] [--shard k/N] [--resume] [--force] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
-	dataPath := fs.String("data", "", "trajectory CSV with one or more subjects")
+	var sf subjectFlags
+	sf.register(fs, "sample", "output directory: draws.csv, summary.csv, summary.json")
 	chains := fs.Int("chains", 4, "chains per subject")
 	warmup := fs.Int("warmup", 500, "warm-up iterations per chain (step size and metric adaptation; not kept); 0 for none")
 	draws := fs.Int("draws", 1000, "draws per chain after warm-up")
 	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
-	infer := fs.String("infer", "", "parameters to sample, name,name (default: all the likelihood depends on)")
-	fix := fs.String("fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
 	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
 	initPath := fs.String("init", "", "results `file` of nioc-gpu fit (fit.jsonl) of the same task: start each subject's chains around its estimate (default: over-dispersed)")
-	out := fs.String("out", "", "output directory: draws.csv, summary.csv, summary.json")
-	resume := fs.Bool("resume", false, "continue an interrupted run: skip subjects already in --out")
 	force := fs.Bool("force", false, "replace the outputs in --out")
-	shard := fs.String("shard", "", "sample only shard k of N of the subjects (k/N), e.g. for a Slurm job array; give each shard its own --out")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	maxBatch := fs.Int("max-batch", 2500, "points × trials evaluated per graph run (bounds memory)")
 	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
 	targetAccept := fs.Float64("target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
@@ -53,28 +47,18 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch {
-	case *maxBatch < 1:
-		return usagef("--max-batch must be >= 1, got %d", *maxBatch)
 	case isSet(fs, "together") && *together < 1:
 		return usagef("--together must be >= 1, got %d", *together)
 	case *maxDepth < 1:
 		return usagef("--max-depth must be >= 1, got %d", *maxDepth)
 	case !(*targetAccept > 0 && *targetAccept < 1):
 		return usagef("--target-accept must be in (0, 1), got %g", *targetAccept)
-	case *resume && *force:
+	case sf.resume && *force:
 		return usagef("--resume continues the run in --out and --force replaces it: give one")
 	}
-	k, n, err := parseShard(*shard)
+	k, n, fixed, err := sf.parse()
 	if err != nil {
 		return err
-	}
-	fixNames, fixVals, err := parseAssignments(*fix, "fix")
-	if err != nil {
-		return err
-	}
-	fixed := map[string]float64{}
-	for i, name := range fixNames {
-		fixed[name] = fixVals[i]
 	}
 	priors, err := ioc.ParsePriors(*prior)
 	if err != nil {
@@ -89,24 +73,24 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed,
-		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(*infer), Fix: fixed, Priors: priors,
-		MaxBatch: *maxBatch, Together: *together})
+		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
+		MaxBatch: sf.maxBatch, Together: *together})
 	if err != nil {
 		return usageError{err}
 	}
-	outputs := ioc.Files(*out)
-	if !*resume && !*force {
+	outputs := ioc.Files(sf.out)
+	if !sf.resume && !*force {
 		if err := refuseExisting("use --resume to continue that run, --force to replace it, or choose another --out", outputs...); err != nil {
 			return err
 		}
 	}
 	for _, p := range outputs {
-		if sameFile(p, *dataPath) {
+		if sameFile(p, sf.data) {
 			return usagef("the output %s would overwrite the data file; choose another --out", p)
 		}
 	}
 	spec := e.Spec()
-	set, err := readData(*dataPath, spec)
+	set, err := readData(sf.data, spec)
 	if err != nil {
 		return err
 	}
@@ -135,18 +119,18 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(sf.out, 0o755); err != nil {
 		return err
 	}
-	if err := checkWritable(filepath.Join(*out, ioc.SummaryJSONFile)); err != nil {
+	if err := checkWritable(filepath.Join(sf.out, ioc.SummaryJSONFile)); err != nil {
 		return err
 	}
 	run := sampler.Run(*initPath)
 	var w *ioc.Output
-	if *resume {
-		w, err = ioc.Resume(*out, run, sampler.Params())
+	if sf.resume {
+		w, err = ioc.Resume(sf.out, run, sampler.Params())
 	} else {
-		w, err = ioc.Create(*out, run, sampler.Params())
+		w, err = ioc.Create(sf.out, run, sampler.Params())
 	}
 	if err != nil {
 		return err
@@ -156,7 +140,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	subjects = slices.DeleteFunc(subjects, func(s fit.Subject) bool { return slices.Contains(done, s.ID) })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return sampleSubjects(ctx, sampler, run, subjects, w, *out, len(done), *quiet, stderr)
+	return sampleSubjects(ctx, sampler, run, subjects, w, sf.out, len(done), sf.quiet, stderr)
 }
 
 // sampleSubjects samples subjects with sampler into w (the outputs in dir, which already hold
