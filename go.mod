@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/gomlx/gomlx v0.26.0
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/stretchr/testify v1.12.1
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0

@@ -239,7 +239,8 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 }
 
 // simEngines keeps the compiled programs of the looped simulation across calls, one engine per
-// backend, task, observation mode, temperature and delay (what the step function depends on).
+// backend, task (its symbolic form: a task file and a built-in task of the same name differ),
+// observation mode, temperature and delay (what the step function depends on).
 var simEngines sync.Map
 
 // simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
@@ -247,7 +248,7 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 	spec := s.Spec
 	P, T := pol.Problems, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	key := fmt.Sprintf("%p|%s|%s|%g|%d", b, spec.Name, opts.Observe, opts.Temperature, opts.Delay)
+	key := fmt.Sprintf("%p|%p|%s|%g|%d", b, s, opts.Observe, opts.Temperature, opts.Delay)
 	eng, _ := simEngines.LoadOrStore(key, graph.NewEngine(b))
 	tp := eng.(*graph.Engine).NewTape(false)
 	defer tp.Release()

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/graph/sym"
@@ -50,15 +51,18 @@ type Symbolic struct {
 	AffineInControls bool // f(x, u, 0) is affine in u (control estimation is then exact in one step)
 }
 
-var derived sync.Map // Model name → *Symbolic
+var derived sync.Map // Model → *Symbolic
 
-// Derive returns the symbolic form of m with its derivatives, computed once per task name.
-// It returns an error if the model's functions have the wrong dimensions or use an unknown
-// parameter.
+// Derive returns the symbolic form of m with its derivatives, computed once per model (a task
+// read from a file is another model than a built-in task of the same name). It returns an
+// error if the model's functions have the wrong dimensions or use an unknown parameter.
 func Derive(m Model) (s *Symbolic, err error) {
 	name := m.Spec().Name
-	if v, ok := derived.Load(name); ok {
-		return v.(*Symbolic), nil
+	cache := reflect.TypeOf(m).Comparable()
+	if cache {
+		if v, ok := derived.Load(m); ok {
+			return v.(*Symbolic), nil
+		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -69,7 +73,10 @@ func Derive(m Model) (s *Symbolic, err error) {
 	if err != nil {
 		return nil, err
 	}
-	v, _ := derived.LoadOrStore(name, s)
+	if !cache {
+		return s, nil
+	}
+	v, _ := derived.LoadOrStore(m, s)
 	return v.(*Symbolic), nil
 }
 

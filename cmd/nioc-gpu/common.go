@@ -17,13 +17,15 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/models/taskfile"
 )
 
 // taskFlags are the flags that say which agent and likelihood to use.
 type taskFlags struct {
-	task, observe, planner, method, linearize, backend, form string
-	temperature                                              temperatureFlag
-	firstOrderNoise                                          bool
+	task, taskFile                                     string
+	observe, planner, method, linearize, backend, form string
+	temperature                                        temperatureFlag
+	firstOrderNoise                                    bool
 }
 
 // temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
@@ -60,7 +62,7 @@ func (t *temperatureFlag) Set(s string) error {
 }
 
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
-	fs.StringVar(&tf.task, "task", "", "task name (see `nioc-gpu tasks`)")
+	tf.registerTask(fs)
 	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives: partial (noisy observations, EKF belief) or full (the state)")
 	fs.StringVar(&tf.planner, "planner", "", "the agent's planner: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
 	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
@@ -73,9 +75,21 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	}
 }
 
+// registerTask adds --task and --task-file, the two ways of naming the task.
+func (tf *taskFlags) registerTask(fs *flag.FlagSet) {
+	fs.StringVar(&tf.task, "task", "", "task name (see `nioc-gpu tasks`)")
+	fs.StringVar(&tf.taskFile, "task-file", "", "read the task from a TOML `file` instead of --task (README, \"Tasks from a file\")")
+}
+
+// model returns the task of --task or --task-file.
 func (tf *taskFlags) model() (models.Model, error) {
-	if tf.task == "" {
-		return nil, usagef("--task is required; known tasks: %s", strings.Join(models.Names(), ", "))
+	switch {
+	case tf.task != "" && tf.taskFile != "":
+		return nil, usagef("--task and --task-file are mutually exclusive: give one")
+	case tf.taskFile != "":
+		return taskfile.Load(tf.taskFile)
+	case tf.task == "":
+		return nil, usagef("--task is required (or --task-file FILE); known tasks: %s", strings.Join(models.Names(), ", "))
 	}
 	m, err := models.Get(tf.task)
 	if err != nil {

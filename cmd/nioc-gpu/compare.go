@@ -19,8 +19,9 @@ func init() {
 }
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", "--task NAME [--truth name=value,...] results.jsonl [more.jsonl ...]", stderr)
-	task := fs.String("task", "", "task of the results")
+	fs := newFlags("compare", "--task NAME|--task-file FILE [--truth name=value,...] results.jsonl [more.jsonl ...]", stderr)
+	var tf taskFlags
+	tf.registerTask(fs)
 	truth := fs.String("truth", "", "true parameter values, name=value,... (default: the task's defaults)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -31,7 +32,6 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usagef("give one or more results files")
 	}
-	tf := taskFlags{task: *task}
 	m, err := tf.model()
 	if err != nil {
 		return err

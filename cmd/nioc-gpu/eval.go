@@ -36,6 +36,7 @@ func init() {
 // evalConfig is DIR/config.json: what an evaluation directory holds.
 type evalConfig struct {
 	Task      string             `json:"task"`
+	TaskFile  string             `json:"task_file,omitempty"` // absolute path, for --task-file
 	Observe   string             `json:"observe"`
 	Sets      int                `json:"sets"`
 	Trials    int                `json:"trials"`
@@ -144,6 +145,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := evalConfig{Task: spec.Name, Observe: string(observe), Sets: *sets, Trials: *trials, Steps: T, Seed: *seed,
 		Truth: fixed, Restarts: *restarts, Methods: methodList, Linearize: lin}
+	if tf.taskFile != "" {
+		if cfg.TaskFile, err = filepath.Abs(tf.taskFile); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -270,11 +276,14 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return err
 	}
-	m, err := models.Get(cfg.Task)
+	tf := taskFlags{task: cfg.Task, taskFile: cfg.TaskFile, backend: *backend}
+	if tf.taskFile != "" {
+		tf.task = ""
+	}
+	m, err := tf.model()
 	if err != nil {
 		return err
 	}
-	tf := taskFlags{backend: *backend}
 	b, err := tf.backendOrErr()
 	if err != nil {
 		return err

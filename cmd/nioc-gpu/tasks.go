@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/models/taskfile"
 )
 
 func init() {
@@ -38,18 +39,31 @@ type paramJSON struct {
 }
 
 func runTasks(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tasks", "[--json]", stderr)
+	fs := newFlags("tasks", "[--task-file FILE] [--json]", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array with an object per task")
+	taskFile := fs.String("task-file", "", "print only the task of this TOML `file` (README, \"Tasks from a file\")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var all []taskJSON
+	var specs []models.Spec
+	if *taskFile != "" {
+		m, err := taskfile.Load(*taskFile)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, m.Spec())
+	}
 	for _, name := range models.Names() {
 		m, err := models.Get(name)
 		if err != nil {
 			return err
 		}
-		s := m.Spec()
+		if *taskFile == "" {
+			specs = append(specs, m.Spec())
+		}
+	}
+	var all []taskJSON
+	for _, s := range specs {
 		if *asJSON {
 			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, Controls: s.Controls,
 				Steps: s.Steps, Planner: string(s.Planner), Temperature: s.Temperature, X0: s.X0}
