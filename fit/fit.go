@@ -2,10 +2,13 @@
 // bounded quasi-Newton optimization (L-BFGS-B) with exact gradients, random restarts drawn
 // uniformly in each parameter's fitting scale inside its bounds (paper Sec. 4), every
 // optimizer step of every (subject, restart) pair evaluated in one batched graph run, and
-// Laplace-approximation uncertainty and information criteria at the optimum.
+// Laplace-approximation uncertainty and information criteria at the optimum. A fit saves
+// checkpoints of every restart's optimizer state (Checkpoint) and continues from one
+// (FitFrom) with the results of an uninterrupted fit.
 package fit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -42,14 +45,28 @@ type Options struct {
 	Settings LBFGSBSettings // PGTol and FTol apply to the negative log-likelihood per transition
 	// Progress, if set, is called after every batch of evaluations.
 	Progress func(Progress)
+	// Checkpoint, if set, is called with the state of the fit (FitFrom continues from it)
+	// between two batches of evaluations once CheckpointEvery has passed since the start or
+	// the last call, and once more when a cancelled fit has stopped. An error from it stops
+	// the fit.
+	Checkpoint      func(*Checkpoint) error
+	CheckpointEvery time.Duration
 }
 
 // Progress reports how a fit is going.
 type Progress struct {
 	SubjectsDone, Subjects int
-	BestLogLik             float64 // best log-likelihood of any finished subject so far
-	Evaluations            int     // likelihood evaluations so far (each a value and gradient)
-	Elapsed                time.Duration
+	// Restarts of all subjects, those finished (checkpointed ones included) and those of them
+	// that converged.
+	Restarts, RestartsDone, RestartsConverged int
+	BestLogLik                                float64 // best log-likelihood of any finished subject so far
+	Evaluations                               int     // likelihood evaluations so far (each a value and gradient)
+	Elapsed                                   time.Duration
+	// Fraction estimates the fraction of the work done, by the restarts' iterations (those
+	// left to unfinished restarts estimated from the finished ones), and ETA the time left at
+	// the pace of this run so far; 0 while unknown.
+	Fraction float64
+	ETA      time.Duration
 }
 
 // Result is the fit of one subject. Standard errors and intervals are in each parameter's
@@ -132,6 +149,12 @@ func (f *Fitter) Restarts() int { return f.opts.Restarts }
 // SetProgress sets the function called after every batch of evaluations.
 func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }
 
+// SetCheckpoint sets the function called with the fit's state every interval (see
+// Options.Checkpoint); a nil fn or an interval of 0 or less disables checkpoints.
+func (f *Fitter) SetCheckpoint(every time.Duration, fn func(*Checkpoint) error) {
+	f.opts.CheckpointEvery, f.opts.Checkpoint = every, fn
+}
+
 // Fitted returns the names of the fitted parameters.
 func (f *Fitter) Fitted() []string { return f.sel.Names() }
 
@@ -158,8 +181,18 @@ func (f *Fitter) full(x []float64) []float64 { return f.sel.Full(x) }
 // Fit fits every subject and calls emit with each subject's result as soon as it is final
 // (emit calls are serialized; an error from emit stops the fit). All restarts of all subjects
 // advance together: each round of optimizer steps is one batched likelihood evaluation.
-// Cancelling ctx stops the fit; subjects not yet emitted are lost.
+// Cancelling ctx stops the fit; subjects not yet emitted are lost, except for what the last
+// checkpoint holds (Options.Checkpoint).
 func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) error) error {
+	return f.FitFrom(ctx, subjects, nil, emit)
+}
+
+// FitFrom is Fit continuing from a checkpoint of a fit with the same options (nil: from the
+// start): each restart of a subject found in it goes on from its state there, so that the
+// results are those of a fit that was never interrupted. Subjects of the checkpoint that
+// are not among subjects are ignored. A checkpoint of other restarts, fitted parameters,
+// values of the others or data of a subject is an error.
+func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoint, emit func(Result) error) error {
 	if len(subjects) == 0 {
 		return nil
 	}
@@ -170,6 +203,11 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 		}
 		trials = max(trials, len(s.Trials))
 	}
+	tr, err := f.newTracker(subjects, from)
+	if err != nil {
+		return err
+	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
@@ -180,8 +218,13 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 		evals    int
 		emitErr  error
 		evalErr  error
+		ckptErr  error
 		progress = f.opts.Progress
+		lastCkpt = start
+		startP   Progress
 	)
+	checkpointing := f.opts.Checkpoint != nil && f.opts.CheckpointEvery > 0
+	tr.progress(&startP)
 	rows := make([][][][]float64, len(subjects))
 	for i, s := range subjects {
 		rows[i] = s.Trials
@@ -198,7 +241,20 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 		p := Progress{SubjectsDone: done, Subjects: len(subjects), BestLogLik: best, Evaluations: evals, Elapsed: time.Since(start)}
 		mu.Unlock()
 		if progress != nil {
+			tr.progress(&p)
+			if p.Fraction-startP.Fraction > 1e-3 {
+				p.ETA = time.Duration(float64(p.Elapsed) * (1 - p.Fraction) / (p.Fraction - startP.Fraction))
+			}
 			progress(p)
+		}
+		if checkpointing && time.Since(lastCkpt) >= f.opts.CheckpointEvery {
+			lastCkpt = time.Now()
+			if err := f.opts.Checkpoint(tr.snapshot()); err != nil {
+				mu.Lock()
+				ckptErr = cmp.Or(ckptErr, err)
+				mu.Unlock()
+				cancel()
+			}
 		}
 		return ll, grad, err
 	})
@@ -213,7 +269,7 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 		go func() {
 			defer wg.Done()
 			defer b.exit()
-			res := f.fitSubject(ctx, b, si, subjects[si], start)
+			res := f.fitSubject(ctx, b, si, subjects[si], start, tr)
 			mu.Lock()
 			defer mu.Unlock()
 			if ctx.Err() != nil || emitErr != nil {
@@ -226,7 +282,9 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 			if err := emit(res); err != nil {
 				emitErr = err
 				cancel()
+				return
 			}
+			tr.emit(si)
 		}()
 	}
 	wg.Wait()
@@ -236,7 +294,14 @@ func (f *Fitter) Fit(ctx context.Context, subjects []Subject, emit func(Result) 
 	switch {
 	case emitErr != nil:
 		return emitErr
+	case ckptErr != nil:
+		return fmt.Errorf("checkpoint: %w", ckptErr)
 	case ctx.Err() != nil:
+		if parent.Err() != nil && checkpointing {
+			if err := f.opts.Checkpoint(tr.snapshot()); err != nil {
+				return fmt.Errorf("%w; checkpoint: %v", ctx.Err(), err)
+			}
+		}
 		return ctx.Err()
 	case evalErr != nil:
 		return evalErr
@@ -279,12 +344,11 @@ func (f *Fitter) Batches() int { return f.batches }
 
 // fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
 // goroutine is itself a registered worker of b while it runs.
-func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time) Result {
+func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time, track *tracker) Result {
 	T := len(s.Trials[0]) - 1
 	nObs := float64(len(s.Trials) * T)
 	res := Result{Subject: s.ID, Fitted: f.Fitted(), Restarts: f.opts.Restarts, Trials: len(s.Trials)}
 	var (
-		mu      sync.Mutex
 		results = make([]LBFGSBResult, f.opts.Restarts)
 		wg      sync.WaitGroup
 	)
@@ -293,9 +357,6 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		if err != nil {
 			return 0, nil, err
 		}
-		mu.Lock()
-		res.Evaluations++
-		mu.Unlock()
 		if math.IsInf(ll, -1) {
 			return math.Inf(1), nil, nil
 		}
@@ -308,12 +369,28 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	settings := f.opts.Settings
 	settings.MaxIter = f.opts.MaxIter
 	for r, x0 := range f.InitialPoints(s.ID) {
+		prev := track.restart(si, r)
+		if prev != nil && prev.Status != "" { // finished before a checkpoint
+			results[r] = prev.result()
+			continue
+		}
 		wg.Add(1)
 		b.enter()
 		go func() {
 			defer wg.Done()
 			defer b.exit()
-			results[r] = LBFGSB(objective, x0, f.lo, f.hi, settings)
+			set := settings
+			set.OnIteration = func(st LBFGSBState) { track.update(si, r, &RestartState{State: st}) }
+			var rr LBFGSBResult
+			if prev != nil {
+				rr = LBFGSBFrom(objective, prev.State, f.lo, f.hi, set)
+			} else {
+				rr = LBFGSB(objective, x0, f.lo, f.hi, set)
+			}
+			if rr.Err == nil {
+				track.update(si, r, finished(rr))
+			}
+			results[r] = rr
 		}()
 	}
 	// This goroutine makes no calls while its restarts run: leave the batcher meanwhile.
@@ -323,6 +400,9 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	if ctx.Err() != nil {
 		res.Err = ctx.Err().Error()
 		return res
+	}
+	for _, rr := range results {
+		res.Evaluations += rr.Evaluations
 	}
 	bestR := -1
 	var reasons []string

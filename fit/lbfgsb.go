@@ -46,6 +46,7 @@ package fit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -70,6 +71,11 @@ type LBFGSBSettings struct {
 	MaxEval int     // objective evaluations; 0 means 15000
 	PGTol   float64 // stop when max_i |proj grad_i| <= PGTol; 0 means 1e-5 (scipy's gtol)
 	FTol    float64 // stop when (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= FTol; 0 means 2.220446049250313e-09 (scipy's ftol)
+	// OnIteration, if set, is called with the minimization's state at every iteration
+	// boundary: after the evaluation of the starting point and after every iteration (and
+	// after the memory was discarded). LBFGSBFrom continues from such a state exactly as the
+	// run that produced it goes on. The state is the callee's to keep.
+	OnIteration func(LBFGSBState)
 }
 
 // LBFGSBResult is the outcome of LBFGSB. X, F and Grad always describe the same
@@ -148,6 +154,29 @@ func LBFGSB(fn Objective, x0, lo, hi []float64, s LBFGSBSettings) LBFGSBResult {
 	sv.mem = newLBFGSMemory(sv.set.Memory)
 	sv.ev = evaluator{fn: fn, n: n, max: sv.set.MaxEval}
 	return sv.run(x0)
+}
+
+// LBFGSBFrom continues the minimization of fn over the box lo <= x <= hi from st, a state
+// reported by LBFGSBSettings.OnIteration of a minimization of the same fn, box and settings:
+// it evaluates the same points and returns the same result as that minimization, the
+// iteration and evaluation counts of st included. It panics if st does not fit the box and
+// settings (see LBFGSBState.Check) and otherwise as LBFGSB does.
+func LBFGSBFrom(fn Objective, st LBFGSBState, lo, hi []float64, s LBFGSBSettings) LBFGSBResult {
+	if fn == nil {
+		panic("fit: LBFGSB: nil objective")
+	}
+	set := s.withDefaults()
+	if err := st.Check(len(lo), set.Memory); err != nil {
+		panic("fit: LBFGSBFrom: " + err.Error())
+	}
+	if len(hi) != len(lo) {
+		panic(fmt.Sprintf("fit: LBFGSB: slice lengths differ: len(lo)=%d, len(hi)=%d", len(lo), len(hi)))
+	}
+	sv := &solver{box: newBox(lo, hi), set: set}
+	sv.mem = newLBFGSMemory(set.Memory)
+	sv.mem.restore(st.S, st.Y, st.Theta)
+	sv.ev = evaluator{fn: fn, n: len(lo), max: set.MaxEval, count: st.Evaluations}
+	return sv.loop(slices.Clone(st.X), st.F, slices.Clone(st.Grad), st.Iterations)
 }
 
 // withDefaults returns a copy of s with every zero or negative field replaced
@@ -370,6 +399,25 @@ func (mem *lbfgsMemory) push(s, y []float64, sy, yy float64) bool {
 		mem.y = mem.y[1:]
 	}
 	mem.theta = yy / sy
+	return mem.factor()
+}
+
+// restore sets the memory to the pairs (s, y), oldest first, and θ, as push left them.
+func (mem *lbfgsMemory) restore(s, y [][]float64, theta float64) {
+	if len(s) == 0 {
+		mem.reset()
+		return
+	}
+	mem.s, mem.y, mem.theta = make([][]float64, len(s)), make([][]float64, len(y)), theta
+	for i := range s {
+		mem.s[i], mem.y[i] = slices.Clone(s[i]), slices.Clone(y[i])
+	}
+	mem.factor()
+}
+
+// factor computes S'Y, S'S and the Cholesky factor of T from the pairs and θ. It returns
+// false, leaving the memory reset, when T is not numerically positive definite.
+func (mem *lbfgsMemory) factor() bool {
 	k := mem.k()
 	mem.sy = newMatrix(k, k)
 	mem.ss = newMatrix(k, k)
@@ -461,17 +509,8 @@ func (sv *solver) run(x0 []float64) LBFGSBResult {
 		return LBFGSBResult{X: x, F: math.NaN(), Status: statusInitNotFinite}
 	}
 	f, g, err := sv.ev.eval(x)
-	iter := 0
 	finish := func(status string, converged bool) LBFGSBResult {
-		return LBFGSBResult{
-			X:           x,
-			F:           f,
-			Grad:        g,
-			Iterations:  iter,
-			Evaluations: sv.ev.count,
-			Converged:   converged,
-			Status:      status,
-		}
+		return LBFGSBResult{X: x, F: f, Grad: g, Evaluations: sv.ev.count, Converged: converged, Status: status}
 	}
 	if err != nil {
 		f = math.NaN()
@@ -485,8 +524,27 @@ func (sv *solver) run(x0 []float64) LBFGSBResult {
 	if sv.box.projGradNorm(x, g) <= sv.set.PGTol {
 		return finish(statusPGTol, true)
 	}
+	return sv.loop(x, f, g, 0)
+}
 
+// loop runs the iterations from the point x with value f and gradient g after iter
+// iterations, the memory and evaluation count as they are.
+func (sv *solver) loop(x []float64, f float64, g []float64, iter int) LBFGSBResult {
+	finish := func(status string, converged bool) LBFGSBResult {
+		return LBFGSBResult{
+			X:           x,
+			F:           f,
+			Grad:        g,
+			Iterations:  iter,
+			Evaluations: sv.ev.count,
+			Converged:   converged,
+			Status:      status,
+		}
+	}
 	for {
+		if sv.set.OnIteration != nil {
+			sv.set.OnIteration(sv.state(x, f, g, iter))
+		}
 		if iter >= sv.set.MaxIter {
 			return finish(statusMaxIter, false)
 		}

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +57,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -63,6 +65,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	restarts := fs.Int("restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
+	every := fs.Duration("checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -80,6 +83,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 1 {
 		return usagef("--max-iter must be >= 1, got %d", *maxIter)
 	}
+	if *every < 0 {
+		return usagef("--checkpoint-every must be >= 0 (0 disables checkpoints), got %s", *every)
+	}
 	k, n, fixed, err := sf.parse()
 	if err != nil {
 		return err
@@ -93,12 +99,12 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
-		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch})
+		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: *every})
 	if err != nil {
 		return usageError{err}
 	}
 	if !sf.resume {
-		if err := refuseExisting("use --resume to continue that run, or choose another --out", sf.out); err != nil {
+		if err := refuseExisting("use --resume to continue that run, or choose another --out", sf.out, fit.CheckpointPath(sf.out)); err != nil {
 			return err
 		}
 	}
@@ -124,7 +130,9 @@ func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.R
 // fitFile fits the subjects of set in shard k of n with fitter and appends their results to
 // out, skipping subjects already there; it then rewrites the CSV table beside it. Results in
 // out from a run with other settings are an error listing the differences, and so is a run in
-// which no subject could be fitted.
+// which no subject could be fitted. With the fitter's Options.CheckpointEvery, the restarts'
+// state is saved beside out (fit.CheckpointPath) that often and when ctx is cancelled; a
+// checkpoint found there is continued, and removed once the fit is done.
 func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, set *data.Set, k, n int, out string, quiet bool, stderr io.Writer) error {
 	var done []fit.Record
 	var valid int64
@@ -141,6 +149,11 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 			}
 		}
 	} else if err := checkWritable(out); err != nil {
+		return err
+	}
+	ckptPath := fit.CheckpointPath(out)
+	from, err := readCheckpoint(ckptPath, fitter, run)
+	if err != nil {
 		return err
 	}
 	skip := map[string]bool{}
@@ -172,10 +185,21 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 	if len(done) > 0 {
 		fmt.Fprintf(stderr, "resuming: %d subject(s) already in %s\n", len(done), out)
 	}
+	if from != nil {
+		finished, running, evals := checkpointCounts(from, subjects)
+		fmt.Fprintf(stderr, "resuming from %s: %d restart(s) finished and %d under way (%d evaluations kept)\n",
+			ckptPath, finished, running, evals)
+	}
+	if every := fitter.Options().CheckpointEvery; every > 0 {
+		fitter.SetCheckpoint(every, func(c *fit.Checkpoint) error {
+			c.Run = run
+			return fit.WriteCheckpoint(ckptPath, c)
+		})
+	}
 	bar := newProgressBar(stderr, quiet)
 	fitter.SetProgress(bar.update)
 	failed := 0
-	err = fitter.Fit(ctx, subjects, func(r fit.Result) error {
+	err = fitter.FitFrom(ctx, subjects, from, func(r fit.Result) error {
 		if r.Err != "" {
 			failed++
 			bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
@@ -194,10 +218,20 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 		err = csvErr
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s; rerun with --resume to continue\n", len(done), out)
+		saved := ""
+		if _, statErr := os.Stat(ckptPath); statErr == nil {
+			saved = fmt.Sprintf(", the other subjects' restarts in %s", ckptPath)
+		}
+		if err != nil && err != ctx.Err() { // e.g. the last checkpoint could not be saved
+			fmt.Fprintf(stderr, "%v\n", err)
+		}
+		fmt.Fprintf(stderr, "interrupted: %d subject(s) are in %s%s; rerun with --resume to continue\n", len(done), out, saved)
 		return errInterrupted
 	}
 	if err != nil {
+		return err
+	}
+	if err := os.Remove(ckptPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if failed > 0 && failed == len(subjects) {
@@ -262,63 +296,51 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// progressBar draws one updating status line on a terminal.
-type progressBar struct {
-	w       io.Writer
-	enabled bool
-	drawn   bool
-	last    time.Time
-}
-
-func newProgressBar(w io.Writer, quiet bool) *progressBar {
-	enabled := false
-	if f, ok := w.(*os.File); ok && !quiet {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			enabled = true
+// readCheckpoint returns the checkpoint at path, nil if there is none. A checkpoint of a run
+// with other settings than run and fitter's is an error listing the differences. Temporary
+// files of a checkpoint write that was cut short are removed.
+func readCheckpoint(path string, fitter *fit.Fitter, run fit.Run) (*fit.Checkpoint, error) {
+	if tmps, err := filepath.Glob(path + ".tmp*"); err == nil {
+		for _, t := range tmps {
+			os.Remove(t)
 		}
 	}
-	return &progressBar{w: w, enabled: enabled}
+	c, err := fit.ReadCheckpoint(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if diff := fitter.CheckpointDifferences(c, run); len(diff) > 0 {
+		return nil, fmt.Errorf("%s holds the state of a run with other settings; resume it with its settings, or remove it to start its subjects over:\n  %s",
+			path, strings.Join(diff, "\n  "))
+	}
+	return c, nil
 }
 
-func (p *progressBar) update(pr fit.Progress) {
-	if !p.due() {
-		return
+// checkpointCounts returns how many restarts of subjects c holds finished and under way,
+// and their evaluations.
+func checkpointCounts(c *fit.Checkpoint, subjects []fit.Subject) (finished, running, evals int) {
+	ids := map[string]bool{}
+	for _, s := range subjects {
+		ids[s.ID] = true
 	}
-	rate := float64(pr.Evaluations) / pr.Elapsed.Seconds()
-	best := "—"
-	if pr.SubjectsDone > 0 {
-		best = strconv.FormatFloat(pr.BestLogLik, 'f', 2, 64)
+	for _, s := range c.Subjects {
+		if !ids[s.Subject] {
+			continue
+		}
+		for _, r := range s.Restarts {
+			switch {
+			case r == nil:
+				continue
+			case r.Status != "":
+				finished++
+			default:
+				running++
+			}
+			evals += r.State.Evaluations
+		}
 	}
-	p.show(float64(pr.SubjectsDone)/float64(max(1, pr.Subjects)), fmt.Sprintf("%d/%d subjects  best loglik %s  %.1f evals/s  %s",
-		pr.SubjectsDone, pr.Subjects, best, rate, pr.Elapsed.Round(time.Second)))
-}
-
-// due reports whether the bar is drawn and was last drawn long enough ago to be drawn again.
-func (p *progressBar) due() bool {
-	if !p.enabled || time.Since(p.last) < 200*time.Millisecond {
-		return false
-	}
-	p.last = time.Now()
-	return true
-}
-
-// show draws the bar filled to the fraction done, followed by text.
-func (p *progressBar) show(done float64, text string) {
-	width := 24
-	filled := min(width, max(0, int(float64(width)*done)))
-	fmt.Fprintf(p.w, "\r[%s%s] %s ", strings.Repeat("#", filled), strings.Repeat(".", width-filled), text)
-	p.drawn = true
-}
-
-func (p *progressBar) println(s string) {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	fmt.Fprintln(p.w, s)
-}
-
-func (p *progressBar) finish() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-	}
+	return finished, running, evals
 }
