@@ -52,6 +52,32 @@ type Linearized struct {
 	s     *models.Symbolic
 	Steps []*graph.Value
 	Final *graph.Value
+	// Ends, if set, holds one entry per step t that is positive for the problems whose
+	// horizon ends after step t, earlier than len(Steps) (trials of their own length): the
+	// backward passes restart there from the final cost. Final must then be the final cost at
+	// each problem's own end, as it is when a shorter trajectory is padded with its last
+	// state.
+	Ends []*graph.Value
+}
+
+// restart returns the value function carried into a backward step: the final one (fresh)
+// where the problem's horizon ends after this step (end > 0), else carry.
+func restart(end graph.S, fresh, carry []graph.S) []graph.S {
+	cond := graph.GreaterThan(end, graph.C(0))
+	out := make([]graph.S, len(carry))
+	for i := range carry {
+		out[i] = graph.Select(cond, fresh[i], carry[i])
+	}
+	return out
+}
+
+// backwardInputs returns the sequences of a backward pass over lin, with the ends last when
+// lin has them.
+func backwardInputs(lin *Linearized, seqs ...[]*graph.Value) [][]*graph.Value {
+	if lin.Ends != nil {
+		return append(seqs, lin.Ends)
+	}
+	return seqs
 }
 
 // LinearizeFlow linearizes the model at every (X[t], U[t]) (len(X) = len(U)+1) with
@@ -104,12 +130,19 @@ func BackwardPassFlow(f graph.Flow, lin *Linearized, eps float64) []*graph.Value
 		p := finalFromFlat(s, in[0])
 		return [][]graph.S{graph.Flatten(graph.Symmetrize(p.FinalQ()), p.Finalq())}
 	}, lin.Final)[0]
-	_, gains := f.Scan("backward", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+	var params []*graph.Value
+	if lin.Ends != nil {
+		params = []*graph.Value{init}
+	}
+	_, gains := f.Scan("backward", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
+		if len(ps) > 0 {
+			carry = restart(xs[1][0], ps[0], carry)
+		}
 		c := graph.NewUnflattener(carry)
 		S, sv := c.Mat(n, n), c.Vec(n)
 		L, l, H, S, sv := backwardStep(pointFromFlat(s, xs[0]), S, sv, eps)
 		return graph.Flatten(S, sv), graph.Flatten(L, l, H)
-	}, init, [][]*graph.Value{lin.Steps}, nil, true)
+	}, init, backwardInputs(lin, lin.Steps), params, true)
 	return gains
 }
 
@@ -121,13 +154,20 @@ func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, ep
 		p := finalFromFlat(s, in[0])
 		return [][]graph.S{graph.Flatten(graph.Symmetrize(p.FinalQ()), graph.NewMat(n, n), graph.NewMat(n, n), p.Finalq(), make(graph.Vec, n))}
 	}, lin.Final)[0]
-	_, gains := f.Scan("backward_partial", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+	var params []*graph.Value
+	if lin.Ends != nil {
+		params = []*graph.Value{init}
+	}
+	_, gains := f.Scan("backward_partial", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
+		if len(ps) > 0 {
+			carry = restart(xs[2][0], ps[0], carry)
+		}
 		c := graph.NewUnflattener(carry)
 		v := partialValue{Sx: c.Mat(n, n), Sb: c.Mat(n, n), Sxb: c.Mat(n, n), sx: c.Vec(n), sb: c.Vec(n)}
 		Kt := graph.NewUnflattener(xs[1]).Mat(n, m)
 		L, l, H, nv := backwardPartialStep(pointFromFlat(s, xs[0]), Kt, v, eps)
 		return graph.Flatten(nv.Sx, nv.Sb, nv.Sxb, nv.sx, nv.sb), graph.Flatten(L, l, H)
-	}, init, [][]*graph.Value{lin.Steps, K}, nil, true)
+	}, init, backwardInputs(lin, lin.Steps, K), params, true)
 	return gains
 }
 

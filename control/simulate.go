@@ -34,6 +34,9 @@ type SimOptions struct {
 	// it is there to test robustness to agents that differ from the model.
 	Delay int
 	Form  string // "unrolled", "looped", or "" for looped on backends that compile slowly
+	// TrialIDs, if set, are the numbers of the Trials trials (their noise streams, see
+	// Simulate); nil means 0, 1, …, Trials−1.
+	TrialIDs []int
 }
 
 // Simulate runs an agent that follows pol (one control law per problem) in the stochastic
@@ -66,6 +69,9 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	if opts.Delay != 0 && opts.Delay != 1 {
 		return nil, fmt.Errorf("delay must be 0 or 1 steps, got %d", opts.Delay)
 	}
+	if opts.TrialIDs != nil && len(opts.TrialIDs) != opts.Trials {
+		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
+	}
 	spec := s.Spec
 	P, M, T := pol.Problems, opts.Trials, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
@@ -77,7 +83,11 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	xi := make([]float64, T*k*P*M)
 	for p := range P {
 		for r := range M {
-			rng := rand.New(rand.NewPCG(opts.Seed, uint64(p)<<32|uint64(r)))
+			id := r
+			if opts.TrialIDs != nil {
+				id = opts.TrialIDs[r]
+			}
+			rng := rand.New(rand.NewPCG(opts.Seed, uint64(p)<<32|uint64(id)))
 			for t := range T {
 				for i := range nv {
 					v[((t*nv+i)*P+p)*M+r] = rng.NormFloat64()

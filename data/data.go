@@ -12,8 +12,8 @@
 //
 // The rows of a subject are contiguous, and within a subject the rows of a
 // trial are contiguous. Within a trial, t runs 0, 1, ..., T without gaps or
-// repeats, and every trial of a file has the same T >= 1, that is at least
-// two time steps. A trial is a non-negative integer, a subject is any
+// repeats, T >= 1 (at least two time steps); trials may have different T. A
+// trial is a non-negative integer, a subject is any
 // non-empty string without commas or control characters, and state values
 // are finite float64 numbers.
 //
@@ -47,12 +47,12 @@ type Subject struct {
 	Trials []Trial
 }
 
-// Set is a data file: subjects in file order, all trials with the same number
-// of steps.
+// Set is a data file: subjects in file order, each with its trials.
 type Set struct {
 	// StateNames are the names of the state columns, in order.
 	StateNames []string
-	// Steps is T: each trial has T+1 states, at t = 0, ..., T.
+	// Steps is the longest trial's T: each trial has between 2 and T+1 states, at
+	// t = 0, 1, ..., and at least one has T+1.
 	Steps int
 	// Subjects are the subjects in file order.
 	Subjects []Subject
@@ -65,6 +65,21 @@ func (s *Set) NumTrials() int {
 		n += len(sub.Trials)
 	}
 	return n
+}
+
+// StepRange returns the least and the most steps T of any trial of s (a trial
+// has T+1 states); both are 0 for a set without trials.
+func (s *Set) StepRange() (lo, hi int) {
+	for _, sub := range s.Subjects {
+		for _, tr := range sub.Trials {
+			T := len(tr.States) - 1
+			if hi == 0 || T < lo {
+				lo = T
+			}
+			hi = max(hi, T)
+		}
+	}
+	return lo, hi
 }
 
 // Subject returns the subject of s with the given ID and true, or nil and

@@ -42,8 +42,8 @@ func Read(path string, stateNames []string) (*Set, error) {
 //   - the rows of each subject, and of each trial within a subject, are
 //     contiguous;
 //   - within a trial t runs 0, 1, 2, ... without gaps or repeats;
-//   - every trial has at least 2 time steps, and all trials have as many
-//     time steps as the first trial of the file.
+//   - every trial has at least 2 time steps; trials may differ in length, and
+//     the set's Steps is the longest trial's T.
 //
 // Invalid stateNames are reported as an error that is not an *Error.
 func ReadFrom(r io.Reader, name string, stateNames []string) (*Set, error) {
@@ -101,10 +101,6 @@ type parser struct {
 	subjects map[string]span // lines of every subject read so far
 	trials   map[int]span    // lines of every trial of the current subject
 	lines    span            // lines of the current trial
-
-	// first describes the first trial of the file, once it is complete.
-	first      string
-	firstLines span
 }
 
 // errorf returns an *Error about the input at line and column.
@@ -387,21 +383,10 @@ func (p *parser) row(rec []string, line int) error {
 
 // endTrial checks the length of the current trial when it is complete.
 func (p *parser) endTrial() error {
-	d := p.desc(p.subject, p.trial)
-	T := p.lastT
-	if T == 0 {
-		return p.errorf(p.lines.last, TimeColumn, "%s has a single time step (t = 0); a trial needs at least 2 time steps (t = 0, 1, ...)", d)
+	if p.lastT == 0 {
+		return p.errorf(p.lines.last, TimeColumn, "%s has a single time step (t = 0); a trial needs at least 2 time steps (t = 0, 1, ...)", p.desc(p.subject, p.trial))
 	}
-	if p.first == "" {
-		p.first = d
-		p.firstLines = p.lines
-		p.set.Steps = T
-		return nil
-	}
-	if T != p.set.Steps {
-		return p.errorf(p.lines.last, TimeColumn, "%s (%s) has %d time steps (t = 0..%d), but the first trial of the file, %s (%s), has %d (t = 0..%d); all trials must have the same number of time steps",
-			d, p.lines, T+1, T, p.first, p.firstLines, p.set.Steps+1, p.set.Steps)
-	}
+	p.set.Steps = max(p.set.Steps, p.lastT)
 	return nil
 }
 

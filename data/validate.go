@@ -19,7 +19,8 @@ import (
 //   - subject IDs are non-empty, distinct, and contain no commas, control
 //     characters or surrounding whitespace;
 //   - trial IDs are non-negative and distinct within a subject;
-//   - every trial has Steps+1 states, each with one value per state name;
+//   - every trial has between 2 and Steps+1 states, at least one has Steps+1,
+//     and every state has one value per state name;
 //   - every value is finite.
 func (s *Set) Validate() error {
 	if s == nil {
@@ -35,6 +36,7 @@ func (s *Set) Validate() error {
 		return &Error{Msg: "set has no subjects; a file needs at least one trial"}
 	}
 	nstate := len(s.StateNames)
+	longest := false
 	subjects := make(map[string]int, len(s.Subjects))
 	for i, sub := range s.Subjects {
 		where := fmt.Sprintf("subject %d (ID %q)", i+1, sub.ID)
@@ -63,9 +65,13 @@ func (s *Set) Validate() error {
 			}
 			trials[tr.ID] = k
 			where = fmt.Sprintf("subject %q, trial %d", sub.ID, tr.ID)
-			if len(tr.States) != s.Steps+1 {
-				return &Error{Where: where, Column: TimeColumn, Msg: fmt.Sprintf("trial has %d time steps, but Steps is %d, so every trial needs %d (t = 0..%d)", len(tr.States), s.Steps, s.Steps+1, s.Steps)}
+			switch {
+			case len(tr.States) < 2:
+				return &Error{Where: where, Column: TimeColumn, Msg: fmt.Sprintf("trial has %d time steps; a trial needs at least 2", len(tr.States))}
+			case len(tr.States) > s.Steps+1:
+				return &Error{Where: where, Column: TimeColumn, Msg: fmt.Sprintf("trial has %d time steps, but Steps is %d, so no trial may have more than %d (t = 0..%d)", len(tr.States), s.Steps, s.Steps+1, s.Steps)}
 			}
+			longest = longest || len(tr.States) == s.Steps+1
 			for t, x := range tr.States {
 				where := fmt.Sprintf("subject %q, trial %d, t = %d", sub.ID, tr.ID, t)
 				if len(x) != nstate {
@@ -78,6 +84,9 @@ func (s *Set) Validate() error {
 				}
 			}
 		}
+	}
+	if !longest {
+		return &Error{Msg: fmt.Sprintf("Steps is %d, but no trial has %d time steps (t = 0..%d); Steps must be the longest trial's", s.Steps, s.Steps+1, s.Steps)}
 	}
 	return nil
 }

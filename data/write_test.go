@@ -51,6 +51,18 @@ func TestRoundTrip(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
+func TestRoundTripVaryingLengths(t *testing.T) {
+	want := testSet()
+	want.Subjects[0].Trials[1].States = want.Subjects[0].Trials[1].States[:2]
+	lo, hi := want.StepRange()
+	assert.Equal(t, []int{1, 2}, []int{lo, hi})
+	var buf bytes.Buffer
+	require.NoError(t, WriteTo(&buf, want))
+	got, err := ReadFrom(&buf, "buf", want.StateNames)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
 func TestRoundTripRandom(t *testing.T) {
 	// Values spanning many magnitudes, as bit patterns of finite floats.
 	x := uint64(0x9E3779B97F4A7C15)
@@ -169,8 +181,12 @@ func TestValidate(t *testing.T) {
 			msg: []string{"trial ID -1 is negative"}},
 		{name: "duplicate trial", modify: func(s *Set) { s.Subjects[0].Trials[1].ID = 4 }, column: "trial",
 			msg: []string{`subject "S 1", trial 4 (number 2 of the subject)`, "also the ID of trial number 1"}},
-		{name: "short trial", modify: func(s *Set) { s.Subjects[0].Trials[1].States = s.Subjects[0].Trials[1].States[:2] }, column: "t",
-			msg: []string{`subject "S 1", trial 0`, "trial has 2 time steps, but Steps is 2, so every trial needs 3"}},
+		{name: "single time step", modify: func(s *Set) { s.Subjects[0].Trials[1].States = s.Subjects[0].Trials[1].States[:1] }, column: "t",
+			msg: []string{`subject "S 1", trial 0`, "trial has 1 time steps; a trial needs at least 2"}},
+		{name: "long trial", modify: func(s *Set) { s.Steps = 1 }, column: "t",
+			msg: []string{`subject "S 1", trial 4`, "trial has 3 time steps, but Steps is 1, so no trial may have more than 2"}},
+		{name: "no longest trial", modify: func(s *Set) { s.Steps = 3 },
+			msg: []string{"Steps is 3, but no trial has 4 time steps", "longest trial's"}},
 		{name: "short state", modify: func(s *Set) { s.Subjects[1].Trials[0].States[1] = []float64{1, 2} },
 			msg: []string{`subject "q\"uote", trial 12, t = 1`, "state has 2 values, but there are 3 state names"}},
 		{name: "infinite value", modify: func(s *Set) { s.Subjects[0].Trials[0].States[2][2] = math.Inf(-1) }, column: "x y",

@@ -345,8 +345,10 @@ func (f *Fitter) Batches() int { return f.batches }
 // fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
 // goroutine is itself a registered worker of b while it runs.
 func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time, track *tracker) Result {
-	T := len(s.Trials[0]) - 1
-	nObs := float64(len(s.Trials) * T)
+	nObs := 0.0 // the transitions observed: every trial's own steps
+	for _, tr := range s.Trials {
+		nObs += float64(len(tr) - 1)
+	}
 	res := Result{Subject: s.ID, Fitted: f.Fitted(), Restarts: f.opts.Restarts, Trials: len(s.Trials)}
 	var (
 		results = make([]LBFGSBResult, f.opts.Restarts)

@@ -31,8 +31,9 @@ type Batching struct {
 // is what fits b.MaxBatch; smaller ones halve it, and the rows are split into at least as
 // many chunks as there are cores when there are enough of them. On a backend whose compiles
 // are slow (XLA) every chunk has one size, the largest needed (at most b.Most rows), and is
-// padded with copies of the last row: one graph is compiled for all calls. The result does
-// not depend on how the rows were chunked.
+// padded with copies of the last row: one graph is compiled for all calls. Every chunk
+// evaluates as many steps as the longest trial of the call (see Data). The result does not
+// depend on how the rows were chunked.
 func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching) ([]float64, [][]float64, error) {
 	if len(rows) != len(theta) {
 		return nil, nil, fmt.Errorf("%d rows for %d parameter vectors", len(rows), len(theta))
@@ -40,10 +41,13 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	if len(rows) == 0 {
 		return nil, nil, nil
 	}
-	trials := b.Trials
-	if trials <= 0 {
-		for _, r := range rows {
+	trials, steps := b.Trials, 0
+	for _, r := range rows {
+		if b.Trials <= 0 {
 			trials = max(trials, len(r))
+		}
+		for _, tr := range r {
+			steps = max(steps, len(tr)-1)
 		}
 	}
 	maxBatch := b.MaxBatch
@@ -80,7 +84,7 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 				k := min(start+i, end-1) // pad with copies of the last row
 				dataRows[i], thetas[i] = rows[k], theta[k]
 			}
-			d, err := e.Prepare(dataRows, trials)
+			d, err := e.prepare(dataRows, trials, steps)
 			if err != nil {
 				errs[c] = err
 				return

@@ -92,9 +92,14 @@ func (s linearSystem) kalman(T int, P0 *mat.Dense) []*mat.Dense {
 // Gaussian variables (b_0's deviation and each step's state, observation and policy noise)
 // and evaluating the dense Gaussian density of the stacked x_1..x_T.
 func (s linearSystem) exactLogLik(X [][]float64, temperature float64) float64 {
+	return s.exactLogLikOver(X, temperature, len(X)-1)
+}
+
+// exactLogLikOver is exactLogLik of an agent that plans over horizon ≥ T steps.
+func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizon int) float64 {
 	T := len(X) - 1
-	L, H := s.lqr(T)
-	K := s.kalman(T, mat.NewDense(2, 2, []float64{1, 0, 0, 1}))
+	L, H := s.lqr(horizon)
+	K := s.kalman(horizon, mat.NewDense(2, 2, []float64{1, 0, 0, 1}))
 	// Noise variables: b_0 deviation (2), then per step v (2), w (1), ξ (1).
 	nE := 2 + 4*T
 	type affine struct {

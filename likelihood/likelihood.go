@@ -234,74 +234,6 @@ func (e *Evaluator) Stats() graph.ProgramStats {
 // Calls returns the number of program runs of the looped form so far.
 func (e *Evaluator) Calls() int { return e.engine.Calls() }
 
-// Data is a batch of trial sets prepared for evaluation: row p holds the trials that parameter
-// vector p is to explain (for fitting, one subject's trials, repeated for each restart).
-type Data struct {
-	Rows, Trials, Steps int       // P, N (the most trials of any row), T
-	states              []float64 // [T+1][n][P][N]
-	mask                []float64 // [P][N]: 1 for a real trial, 0 for padding
-	initial             [][]float64
-}
-
-// Prepare packs rows of trials (rows[p][trial][t][state]) for Eval. Rows may have different
-// numbers of trials: shorter rows are padded, up to trials (0 means the longest row), with
-// copies of their own first trial that are masked out, so padding never contributes. All
-// trials must have the same length (≥ 2 states) and the task's state dimension. Keeping the
-// shapes of Data fixed (same number of rows and trials) reuses the compiled graph.
-func (e *Evaluator) Prepare(rows [][][][]float64, trials int) (*Data, error) {
-	n := len(e.sym.Spec.States)
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("no rows to evaluate")
-	}
-	N, T := trials, -1
-	for p, row := range rows {
-		if trials > 0 && len(row) > trials {
-			return nil, fmt.Errorf("row %d has %d trials, more than %d", p, len(row), trials)
-		}
-		if len(row) == 0 {
-			return nil, fmt.Errorf("row %d has no trials", p)
-		}
-		N = max(N, len(row))
-		for r, tr := range row {
-			if T < 0 {
-				T = len(tr) - 1
-			}
-			if len(tr)-1 != T {
-				return nil, fmt.Errorf("row %d trial %d has %d states, others %d", p, r, len(tr), T+1)
-			}
-			if T < 1 {
-				return nil, fmt.Errorf("trajectories need at least 2 states")
-			}
-			for t, x := range tr {
-				if len(x) != n {
-					return nil, fmt.Errorf("row %d trial %d t=%d has %d state values, task %s has %d", p, r, t, len(x), e.sym.Spec.Name, n)
-				}
-			}
-		}
-	}
-	P := len(rows)
-	d := &Data{Rows: P, Trials: N, Steps: T, states: make([]float64, (T+1)*n*P*N), mask: make([]float64, P*N), initial: make([][]float64, P)}
-	for p, row := range rows {
-		d.initial[p] = make([]float64, n)
-		for r := range N {
-			src := row[0]
-			if r < len(row) {
-				src = row[r]
-				d.mask[p*N+r] = 1
-				for i := range n {
-					d.initial[p][i] += src[0][i] / float64(len(row))
-				}
-			}
-			for t := range T + 1 {
-				for i := range n {
-					d.states[((t*n+i)*P+p)*N+r] = src[t][i]
-				}
-			}
-		}
-	}
-	return d, nil
-}
-
 // Eval returns, for each row p of d, the log-likelihood of its trials at parameters theta[p]
 // (in each parameter's fitting scale: log10 or linear) summed over trials and time steps, and
 // its gradient with respect to theta[p]. A log-likelihood that is not finite (for example a
@@ -358,7 +290,7 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 				graph.NewTensor(nominal.Xbar, T+1, n, P, 1), graph.NewTensor(nominal.Ubar, T, k, P, 1),
 				graph.NewTensor(nominal.Gain, T, k, n, P, 1))
 		}
-		out, err := e.prog.Run(inputs...)
+		out, err := e.prog.Run(append(inputs, d.unrolledInputs(n)...)...)
 		if err != nil {
 			return nil, nil, err
 		}

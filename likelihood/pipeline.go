@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -31,6 +32,10 @@ type flowInputs struct {
 	X                 []*graph.Value // T+1 states: n entries, batch [P, N]
 	mask              *graph.Value   // 1 entry, [P, N]
 	Xbar, Ubar, Lprev []*graph.Value // LinearizeILQG: the nominal and its gains, batch [P, 1]
+	// Trials of their own length (nil when all have T steps, see Data): per step, 1 entry
+	// [P, N] each, whether the step is observed and whether the trial's plan ends after it;
+	// for LinearizeMean the T+1 states of each trial's nominal, n entries, [P, N] or [P, 1].
+	running, ends, nominal []*graph.Value
 }
 
 // pipeline returns the log-likelihood of each row, summed over its real trials (1 entry,
@@ -76,14 +81,18 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	case LinearizeData:
 		Xbar, Ubar = in.X, Uhat
 	case LinearizeMean:
-		Xbar = f.MapSteps("mean", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{maskedMean(g[0], g[1][0])}
-		}, [][]*graph.Value{in.X}, in.mask)[0]
+		Xbar = in.nominal
+		if Xbar == nil {
+			Xbar = f.MapSteps("mean", func(g [][]graph.S) [][]graph.S {
+				return [][]graph.S{maskedMean(g[0], g[1][0])}
+			}, [][]*graph.Value{in.X}, in.mask)[0]
+		}
 		Ubar = controls("mean_controls", Xbar)
 	default:
 		Xbar, Ubar = in.Xbar, in.Ubar
 	}
 	lin := control.LinearizeFlow(f, s, theta, Xbar, Ubar)
+	lin.Ends = in.ends
 	sigma0 := graph.Flatten(graph.ConstMat(spec.InitialBeliefCov()))
 	kalman := func() []*graph.Value { return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0]) }
 	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
@@ -118,17 +127,33 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			seqs = append(seqs, Ubar)
 		}
 		nseq := len(seqs)
+		if in.running != nil {
+			seqs = append(seqs, in.running)
+		}
 		perStep = f.MapSteps("baseline", func(g [][]graph.S) [][]graph.S {
 			ubar := g[1]
 			if nseq > 4 {
 				ubar = g[4]
 			}
-			return [][]graph.S{{Baseline(g[1], g[0], agent(g[nseq:], g[2], g[3], ubar, nil))}}
+			ll := Baseline(g[1], g[0], agent(g[len(seqs):], g[2], g[3], ubar, nil))
+			if len(seqs) > nseq {
+				ll = observed(g[nseq][0], ll)
+			}
+			return [][]graph.S{{ll}}
 		}, seqs, tau...)[0]
 	case o.Observe == control.ObserveFull:
+		seqs := [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}
+		if in.running != nil {
+			seqs = append(seqs, in.running)
+		}
+		nseq := len(seqs)
 		perStep = f.MapSteps("full", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{{FullyObservable(s, g[5], g[0], g[1], agent(g[6:], g[2], g[3], g[4], nil), o.Jitter)}}
-		}, [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}, append([]*graph.Value{theta}, tau...)...)[0]
+			ll := FullyObservable(s, g[nseq], g[0], g[1], agent(g[nseq+1:], g[2], g[3], g[4], nil), o.Jitter)
+			if nseq > 5 {
+				ll = observed(g[5][0], ll)
+			}
+			return [][]graph.S{{ll}}
+		}, seqs, append([]*graph.Value{theta}, tau...)...)[0]
 	default:
 		prior := Prior(spec)
 		if o.Prior != nil {
@@ -137,13 +162,24 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		init := f.Map("belief_init", func(g [][]graph.S) [][]graph.S {
 			return [][]graph.S{graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))}
 		}, in.X[0])[0]
+		seqs := [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}
+		if in.running != nil {
+			seqs = append(seqs, in.running)
+		}
 		final, _ := f.Scan("tracking", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
 			c := graph.NewUnflattener(carry)
 			b := Belief{Mean: c.Vec(n), Cov: c.Mat(n, n)}
 			total := c.Scalar()
 			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[4], xs[5], xs[3]), b, o.Jitter)
-			return graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll)), nil
-		}, init, [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}, append([]*graph.Value{theta}, tau...), false)
+			next = graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll))
+			if len(xs) > 6 { // a trial that has ended keeps its belief and total
+				cond := graph.GreaterThan(xs[6][0], graph.C(0))
+				for i := range next {
+					next[i] = graph.Select(cond, next[i], carry[i])
+				}
+			}
+			return next, nil
+		}, init, seqs, append([]*graph.Value{theta}, tau...), false)
 		perStep = []*graph.Value{f.Map("tracking_total", func(g [][]graph.S) [][]graph.S {
 			return [][]graph.S{{g[0][len(g[0])-1]}}
 		}, final)[0]}
@@ -159,6 +195,11 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		mask := g[len(g)-1][0]
 		return [][]graph.S{{rowSums(ll, mask)}}
 	}, append(perStep, in.mask)...)[0]
+}
+
+// observed returns ll where the step is observed (running > 0), else 0.
+func observed(running, ll graph.S) graph.S {
+	return graph.Select(graph.GreaterThan(running, graph.C(0)), ll, graph.C(0))
 }
 
 // temperature returns the policy noise's temperature of the agent: the fitted τ (tau holds
@@ -233,6 +274,15 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)
 		in.Lprev = tp.Series(nominal.Gain, T, k*n, one, false)
 	}
+	if d.running != nil {
+		in.running = tp.Series(d.running, T, 1, []int{P, N}, false)
+	}
+	if d.ends != nil {
+		in.ends = tp.Series(d.ends, T, 1, []int{P, N}, false)
+	}
+	if d.nominal != nil {
+		in.nominal = tp.Series(d.nominal, T+1, n, []int{P, len(d.nominal) / ((T + 1) * n * P)}, false)
+	}
 	total := e.pipeline(tp, in)
 	loglik = tp.Fetch(total)
 	if e.opts.ValueOnly {
@@ -243,9 +293,11 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 }
 
 // buildUnrolled is the Program of the unrolled form: inputs θ [p, P, 1], states
-// [T+1, n, P, N], mask [P, N] and, for LinearizeILQG, the nominal [T+1, n, P, 1],
-// [T, k, P, 1] and its gains [T, k, n, P, 1]; outputs the row sums [P] and their gradient
-// [p, P, 1].
+// [T+1, n, P, N], mask [P, N]; for LinearizeILQG, the nominal [T+1, n, P, 1],
+// [T, k, P, 1] and its gains [T, k, n, P, 1]; and for trials of their own length (Data) the
+// steps observed [T, 1, P, N], with HorizonTrial the ends [T, 1, P, N], and for
+// LinearizeMean the nominal [T+1, n, P, N or 1] (see unrolledInputs). It outputs the row
+// sums [P] and their gradient [p, P, 1].
 func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
 	spec := e.sym.Spec
 	n, k := len(spec.States), len(spec.Controls)
@@ -259,10 +311,46 @@ func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
 		fi.Ubar = graph.SeriesValues(in[4], 2, k)
 		fi.Lprev = graph.SeriesValues(in[5], 3, k*n)
 	}
+	if i := e.fixedInputs(); len(in) > i {
+		fi.running = graph.SeriesValues(in[i], 2, 1)
+		i++
+		if e.sym.Spec.PlanningHorizon() == models.HorizonTrial {
+			fi.ends = graph.SeriesValues(in[i], 2, 1)
+			i++
+		}
+		if e.opts.Linearize == LinearizeMean {
+			fi.nominal = graph.SeriesValues(in[i], 2, n)
+		}
+	}
 	total := e.pipeline(graph.Unrolled{}, fi).Scalars()[0]
 	rows := G.Reshape(total.Node(g), in[2].Shape().Dimensions[0])
 	if e.opts.ValueOnly {
 		return []*G.Node{rows}
 	}
 	return []*G.Node{rows, G.Gradient(G.ReduceAllSum(rows), in[0])[0]}
+}
+
+// fixedInputs returns the number of inputs of the unrolled program that every Data has.
+func (e *Evaluator) fixedInputs() int {
+	if e.opts.Linearize == LinearizeILQG {
+		return 6
+	}
+	return 3
+}
+
+// unrolledInputs returns the inputs of the unrolled program that depend on d's trials'
+// lengths (see buildUnrolled); none when they all have d.Steps steps.
+func (d *Data) unrolledInputs(n int) []*tensors.Tensor {
+	if d.running == nil {
+		return nil
+	}
+	T, P, N := d.Steps, d.Rows, d.Trials
+	in := []*tensors.Tensor{graph.NewTensor(d.running, T, 1, P, N)}
+	if d.ends != nil {
+		in = append(in, graph.NewTensor(d.ends, T, 1, P, N))
+	}
+	if d.nominal != nil {
+		in = append(in, graph.NewTensor(d.nominal, T+1, n, P, len(d.nominal)/((T+1)*n*P)))
+	}
+	return in
 }

@@ -88,6 +88,21 @@ const (
 	PlannerPartial Planner = "partial"
 )
 
+// Horizon says over how many steps the agent plans in a trial whose length differs from the
+// task's Steps.
+type Horizon string
+
+const (
+	// HorizonTrial: every trial is a plan of its own length, its final cost paid at the
+	// trial's last state; Steps is only the default length of simulated trials. The paper's
+	// tasks are of this kind: their goals (reach a target, swing up, balance) are final costs
+	// at the last step, so where a trial ends is where the agent's plan ends.
+	HorizonTrial Horizon = "trial"
+	// HorizonTask: the agent always plans over Steps, and a trial records the first steps of
+	// such a plan (a recording cut short); no trial may be longer than Steps.
+	HorizonTask Horizon = "task"
+)
+
 // Spec is the static description of a task.
 type Spec struct {
 	Name        string
@@ -105,6 +120,17 @@ type Spec struct {
 	Temperature float64
 	// Planner is the agent of the paper for this task under partial observability.
 	Planner Planner
+	// Horizon is what the agent plans over in trials of another length than Steps; ""
+	// means HorizonTrial.
+	Horizon Horizon
+}
+
+// PlanningHorizon returns the task's Horizon, HorizonTrial when it is not set.
+func (s Spec) PlanningHorizon() Horizon {
+	if s.Horizon == "" {
+		return HorizonTrial
+	}
+	return s.Horizon
 }
 
 // Param returns the parameter named name.
@@ -224,6 +250,8 @@ func checkSpec(s Spec) error {
 		return fmt.Errorf("models: task %q needs Steps >= 1", s.Name)
 	case s.Planner != PlannerFull && s.Planner != PlannerPartial:
 		return fmt.Errorf("models: task %q has unknown planner %q", s.Name, s.Planner)
+	case s.Horizon != "" && s.Horizon != HorizonTrial && s.Horizon != HorizonTask:
+		return fmt.Errorf("models: task %q has unknown horizon %q: use %q or %q", s.Name, s.Horizon, HorizonTrial, HorizonTask)
 	}
 	seen := map[string]bool{}
 	for _, p := range s.Params {

@@ -133,6 +133,9 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := noteLengths(stderr, set, spec, *dataPath); err != nil {
+		return err
+	}
 	subj := set.Subjects[0]
 	if *subject != "" {
 		s, ok := set.Subject(*subject)

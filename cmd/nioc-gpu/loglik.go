@@ -45,6 +45,9 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := noteLengths(stderr, set, spec, *dataPath); err != nil {
+		return err
+	}
 	rows := make([][][][]float64, len(set.Subjects))
 	thetas := make([][]float64, len(set.Subjects))
 	for i, s := range set.Subjects {

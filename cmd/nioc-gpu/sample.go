@@ -94,6 +94,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := noteLengths(stderr, set, spec, sf.data); err != nil {
+		return err
+	}
 	var subjects []fit.Subject
 	for i, s := range set.Subjects {
 		if i%n == k-1 {

@@ -1,0 +1,74 @@
+package control
+
+import (
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDrawLengths(t *testing.T) {
+	a := DrawLengths(3, 7, 200, 9)
+	seen := map[int]bool{}
+	for _, T := range a {
+		require.True(t, T >= 3 && T <= 7, "length %d", T)
+		seen[T] = true
+	}
+	assert.Len(t, seen, 5, "every length of 3..7 drawn")
+	assert.Equal(t, a, DrawLengths(3, 7, 200, 9), "the same seed gives the same lengths")
+	assert.NotEqual(t, a, DrawLengths(3, 7, 200, 10))
+	assert.Equal(t, []int{4, 4}, DrawLengths(4, 4, 2, 1))
+}
+
+// taskHorizon is the linear task with models.HorizonTask.
+type taskHorizon struct{ models.LinearGaussian }
+
+func (taskHorizon) Spec() models.Spec {
+	s := models.LinearGaussian{}.Spec()
+	s.Name, s.Horizon = "linear-task-horizon", models.HorizonTask
+	return s
+}
+
+// TestSimulateLengths: with HorizonTrial a trial of T steps is the trial of the same number
+// simulated under the T-step plan; with HorizonTask it is the first T steps of the trial
+// simulated under the task's plan.
+func TestSimulateLengths(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	lengths := [][]int{{5, 9, 5}, {20, 3}}
+	seeds := []uint64{4, 8}
+	for _, m := range []models.Model{models.LinearGaussian{}, taskHorizon{}} {
+		spec := m.Spec()
+		theta := spec.Defaults()
+		opts := SimOptions{Temperature: spec.Temperature}
+		xs, pols, err := SimulateLengths(m, theta, lengths, seeds, b, SolverOptions{}, opts)
+		require.NoError(t, err)
+		task := spec.PlanningHorizon() == models.HorizonTask
+		if task {
+			assert.Len(t, pols, 1)
+		} else {
+			assert.Len(t, pols, 4, "one plan per length")
+		}
+		for s, ls := range lengths {
+			for r, T := range ls {
+				h := T
+				if task {
+					h = spec.Steps
+				}
+				pol := pols[h]
+				require.NotNil(t, pol, "%s: horizon %d", spec.Name, h)
+				o := opts
+				o.Seed, o.Trials = seeds[s], r+1
+				want, err := Simulate(m, pol, [][]float64{theta}, b, o)
+				require.NoError(t, err)
+				assert.Equal(t, want[0][r][:T+1], xs[s][r], "%s subject %d trial %d", spec.Name, s, r)
+			}
+		}
+	}
+	_, _, err = SimulateLengths(taskHorizon{}, taskHorizon{}.Spec().Defaults(), [][]int{{21}}, []uint64{1}, b, SolverOptions{}, SimOptions{})
+	assert.ErrorContains(t, err, "subject 0 trial 0: 21 steps, more than the 20 steps")
+	_, _, err = SimulateLengths(models.LinearGaussian{}, models.LinearGaussian{}.Spec().Defaults(), [][]int{{0}}, []uint64{1}, b, SolverOptions{}, SimOptions{})
+	assert.ErrorContains(t, err, "at least 1 step")
+}
