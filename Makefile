@@ -6,7 +6,7 @@ BIN     := bin/nioc-gpu
 DEMO    := out/demo
 TASK    ?= reaching
 
-.PHONY: build test demo bench bench-jax xla-cpu xla-cuda vet clean
+.PHONY: build test demo bench bench-jax xla-cpu xla-cuda vet clean slurm-check
 
 # Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
 # paper's timings. BENCH_ARGS=-fits=false for the quick part only.
@@ -27,6 +27,12 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The README's Slurm array job, run for real on a one-node Slurm started in a temporary
+# directory (root, apt-get install slurm-wlm): one task requeued midway, the merged shards
+# equal to a single-process fit. About a minute. Also: NIOC_SLURM=1 go test ./bench/slurm.
+slurm-check: build
+	bash bench/slurm/check.sh
 
 # The main job: simulate a reaching dataset at the default parameters and fit it with our
 # method and the MCE baseline, then print truth against both estimates.
