@@ -47,6 +47,11 @@ func Read(path string, stateNames []string) (*Set, error) {
 //
 // Invalid stateNames are reported as an error that is not an *Error.
 func ReadFrom(r io.Reader, name string, stateNames []string) (*Set, error) {
+	return readFrom(r, name, stateNames, 0)
+}
+
+// readFrom is ReadFrom with values beyond bound in magnitude refused (bound > 0).
+func readFrom(r io.Reader, name string, stateNames []string, bound float64) (*Set, error) {
 	if msg := checkStateNames(stateNames); msg != "" {
 		return nil, fmt.Errorf("data: cannot read %s: invalid state names: %s", name, msg)
 	}
@@ -59,6 +64,7 @@ func ReadFrom(r io.Reader, name string, stateNames []string) (*Set, error) {
 		cr:       cr,
 		set:      &Set{StateNames: slices.Clone(stateNames)},
 		subjects: make(map[string]span),
+		bound:    bound,
 	}
 	if err := p.parse(); err != nil {
 		return nil, err
@@ -101,6 +107,8 @@ type parser struct {
 	subjects map[string]span // lines of every subject read so far
 	trials   map[int]span    // lines of every trial of the current subject
 	lines    span            // lines of the current trial
+
+	bound float64 // the largest magnitude a value may have; 0 for none
 }
 
 // errorf returns an *Error about the input at line and column.
@@ -433,6 +441,11 @@ func (p *parser) float(s string, line int, column string) (float64, error) {
 	}
 	if msg := checkFinite(v); msg != "" {
 		return 0, p.errorf(line, column, "%s", msg)
+	}
+	if p.bound > 0 && math.Abs(v) > p.bound {
+		e := p.errorf(line, column, "value %s is beyond the plausible range of the states, |x| <= %g (a wrong unit, or a corrupted or mis-exported value?)", s, p.bound)
+		e.Err = ErrImplausible
+		return 0, e
 	}
 	return v, nil
 }

@@ -71,7 +71,7 @@ type Progress struct {
 
 // Result is the fit of one subject. Standard errors and intervals are in each parameter's
 // fitting scale (log10 or linear), from the Hessian of the negative log-likelihood at the
-// optimum (Laplace approximation).
+// optimum (Laplace approximation); CI95Natural holds the intervals' ends in natural units.
 type Result struct {
 	Subject        string
 	Params         map[string]float64 // every parameter, natural units (fixed ones included)
@@ -80,6 +80,7 @@ type Result struct {
 	LogLik         float64
 	StdErr         map[string]float64    // nil when the Hessian is not positive definite
 	CI95           map[string][2]float64 // θ̂ ± 1.96·SE in fitting scale
+	CI95Natural    map[string][2]float64 // CI95 mapped to natural units (10^x for log10 parameters); absent where 10^x overflows
 	HessianPD      bool
 	AtBound        []string // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
 	AIC, BIC       float64

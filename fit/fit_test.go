@@ -215,6 +215,10 @@ func TestInferAndFix(t *testing.T) {
 	assert.InDelta(t, 0.1, r.Params["action_cost"], 1e-12, "neither fitted nor fixed: the default")
 	assert.Contains(t, r.StdErr, "motor_noise")
 	assert.Len(t, r.CI95, 1)
+	// The interval in natural units is the log10 interval's ends mapped back.
+	ci, nat := r.CI95["motor_noise"], r.CI95Natural["motor_noise"]
+	assert.InEpsilon(t, math.Pow(10, ci[0]), nat[0], 1e-12)
+	assert.InEpsilon(t, math.Pow(10, ci[1]), nat[1], 1e-12)
 }
 
 // TestFailingSubject: a subject whose likelihood is not finite anywhere (one absurd trial) is

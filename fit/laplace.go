@@ -72,11 +72,16 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, r
 	}
 	res.StdErr = map[string]float64{}
 	res.CI95 = map[string][2]float64{}
+	res.CI95Natural = map[string][2]float64{}
 	for k, i := range f.infer {
-		name := f.spec.Params[i].Name
+		prm := f.spec.Params[i]
 		se := math.Sqrt(cov[k][k])
-		res.StdErr[name] = se
-		res.CI95[name] = [2]float64{x[k] - 1.959963984540054*se, x[k] + 1.959963984540054*se}
+		lo, hi := x[k]-1.959963984540054*se, x[k]+1.959963984540054*se
+		res.StdErr[prm.Name] = se
+		res.CI95[prm.Name] = [2]float64{lo, hi}
+		if nlo, nhi := prm.FromScale(lo), prm.FromScale(hi); !math.IsInf(nlo, 0) && !math.IsInf(nhi, 0) {
+			res.CI95Natural[prm.Name] = [2]float64{nlo, nhi} // not where 10^hi overflows
+		}
 	}
 	return nil
 }

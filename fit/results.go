@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
 // Run is what produced a record: the task, the likelihood and the fit's settings. Planner,
@@ -27,15 +31,28 @@ type Run struct {
 }
 
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
+//
+// Params holds the estimates of the fitted parameters (those named in Fitted) in natural
+// units, and Fixed the values in natural units at which the other parameters were held (given
+// with --fix, or the task's defaults): not estimates. The likelihood was maximized over Params
+// with Fixed held; Values returns both together. StdErr and CI95 are in each fitted
+// parameter's fitting scale, which Scale names ("log10" or "linear"); CI95Natural holds the
+// same intervals with their ends mapped to natural units.
+//
+// Records written by earlier versions are read as well (UnmarshalJSON): their "stderr" and
+// "ci95" as StdErr and CI95, the parameters of their "params" that are not in "fitted" as
+// Fixed, and CI95Natural from CI95 and Scale.
 type Record struct {
 	Subject        string                `json:"subject"`
 	Run                                  // its fields are the record's own in JSON
 	Params         map[string]float64    `json:"params,omitempty"`
+	Fixed          map[string]float64    `json:"fixed,omitempty"`
 	Fitted         []string              `json:"fitted,omitempty"`
 	Scale          map[string]string     `json:"scale,omitempty"`
 	LogLik         *float64              `json:"loglik,omitempty"`
-	StdErr         map[string]float64    `json:"stderr,omitempty"`
-	CI95           map[string][2]float64 `json:"ci95,omitempty"`
+	StdErr         map[string]float64    `json:"stderr_scaled,omitempty"`
+	CI95           map[string][2]float64 `json:"ci95_scaled,omitempty"`
+	CI95Natural    map[string][2]float64 `json:"ci95_natural,omitempty"`
 	HessianPD      bool                  `json:"hessian_pd"`
 	AtBound        []string              `json:"at_bound,omitempty"`
 	AIC            *float64              `json:"aic,omitempty"`
@@ -50,10 +67,11 @@ type Record struct {
 	Error          string                `json:"error,omitempty"`
 }
 
-// NewRecord returns the record of a result of run.
+// NewRecord returns the record of a result of run; scale names each parameter's fitting scale.
+// The parameters of r that were not fitted become the record's Fixed.
 func NewRecord(r Result, run Run, scale map[string]string) Record {
-	rec := Record{Subject: r.Subject, Run: run, Params: r.Params,
-		Fitted: r.Fitted, StdErr: r.StdErr, CI95: r.CI95, HessianPD: r.HessianPD, AtBound: r.AtBound,
+	rec := Record{Subject: r.Subject, Run: run,
+		Fitted: r.Fitted, StdErr: r.StdErr, CI95: r.CI95, CI95Natural: r.CI95Natural, HessianPD: r.HessianPD, AtBound: r.AtBound,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
 		Error: r.Err}
@@ -61,12 +79,79 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		rec.LogLik, rec.AIC, rec.BIC = ptr(r.LogLik), ptr(r.AIC), ptr(r.BIC)
 	}
 	if r.Params != nil {
+		rec.Params, rec.Fixed = splitFixed(r.Params, r.Fitted)
 		rec.Scale = map[string]string{}
 		for _, name := range r.Fitted {
 			rec.Scale[name] = scale[name]
 		}
 	}
 	return rec
+}
+
+// splitFixed returns the values of the fitted parameters and those of the others (nil if
+// there are none).
+func splitFixed(values map[string]float64, fitted []string) (est, fixed map[string]float64) {
+	est = map[string]float64{}
+	for name, v := range values {
+		if slices.Contains(fitted, name) {
+			est[name] = v
+			continue
+		}
+		if fixed == nil {
+			fixed = map[string]float64{}
+		}
+		fixed[name] = v
+	}
+	return est, fixed
+}
+
+// Values returns the value in natural units of every parameter of the record, the estimates
+// and the fixed values together; nil if it has neither.
+func (r Record) Values() map[string]float64 {
+	if r.Params == nil && r.Fixed == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(r.Params)+len(r.Fixed))
+	maps.Copy(out, r.Fixed)
+	maps.Copy(out, r.Params)
+	return out
+}
+
+// UnmarshalJSON reads a record, also one written by an earlier version (see Record).
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record // without this method
+	var v struct {
+		plain
+		OldStdErr map[string]float64    `json:"stderr"`
+		OldCI95   map[string][2]float64 `json:"ci95"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Record(v.plain)
+	if r.StdErr == nil {
+		r.StdErr = v.OldStdErr
+	}
+	if r.CI95 == nil {
+		r.CI95 = v.OldCI95
+	}
+	if r.Fixed == nil && len(r.Fitted) > 0 && len(r.Params) > len(r.Fitted) {
+		r.Params, r.Fixed = splitFixed(r.Params, r.Fitted)
+	}
+	if r.CI95Natural == nil && r.CI95 != nil {
+		r.CI95Natural = map[string][2]float64{}
+		for name, ci := range r.CI95 {
+			switch r.Scale[name] {
+			case models.Log10Scale.String():
+				if hi := math.Pow(10, ci[1]); !math.IsInf(hi, 0) { // as Fitter writes it
+					r.CI95Natural[name] = [2]float64{math.Pow(10, ci[0]), hi}
+				}
+			case models.LinearScale.String():
+				r.CI95Natural[name] = ci
+			}
+		}
+	}
+	return nil
 }
 
 // RunDifferences lists how the run that wrote rec differs from run, which fits the parameters
@@ -184,16 +269,24 @@ func (w *Writer) Write(r Record) error {
 // Close closes the file.
 func (w *Writer) Close() error { return w.f.Close() }
 
-// WriteCSV writes records as a table: subject, loglik, aic, bic, restarts_at_best,
-// evaluations, converged, seconds, trials, error, then for each parameter its value (natural
-// units), stderr and ci95_lo/ci95_hi (fitting scale).
+// WriteCSV writes records as a table: subject, task, method, observe, loglik, aic, bic,
+// restarts_at_best, restarts, evaluations, converged, hessian_pd, seconds, trials, error, then
+// for each parameter p of params:
+//
+//   - p: its estimate in natural units, empty if it was not fitted;
+//   - p_fixed: the value it was held at in natural units if it was not fitted, else empty;
+//   - p_scale: the fitting scale of an estimate (log10 or linear);
+//   - p_stderr_scaled, p_ci95_scaled_lo, p_ci95_scaled_hi: its standard error and 95 %
+//     interval in that scale;
+//   - p_ci95_natural_lo, p_ci95_natural_hi: the interval in natural units.
 func WriteCSV(path string, recs []Record, params []string) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	header := []string{"subject", "task", "method", "observe", "loglik", "aic", "bic", "restarts_at_best", "restarts",
 		"evaluations", "converged", "hessian_pd", "seconds", "trials", "error"}
 	for _, p := range params {
-		header = append(header, p, p+"_scale", p+"_stderr", p+"_ci95_lo", p+"_ci95_hi")
+		header = append(header, p, p+"_fixed", p+"_scale", p+"_stderr_scaled", p+"_ci95_scaled_lo", p+"_ci95_scaled_hi",
+			p+"_ci95_natural_lo", p+"_ci95_natural_hi")
 	}
 	_ = w.Write(header)
 	num := func(v *float64) string {
@@ -207,17 +300,20 @@ func WriteCSV(path string, recs []Record, params []string) error {
 			strconv.Itoa(r.RestartsAtBest), strconv.Itoa(r.Restarts), strconv.Itoa(r.Evaluations),
 			strconv.FormatBool(r.Converged), strconv.FormatBool(r.HessianPD),
 			strconv.FormatFloat(r.Seconds, 'g', -1, 64), strconv.Itoa(r.Trials), r.Error}
+		cell := func(x float64, ok bool) string {
+			if !ok {
+				return ""
+			}
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
 		for _, p := range params {
 			v, ok := r.Params[p]
-			cell := func(x float64, ok bool) string {
-				if !ok {
-					return ""
-				}
-				return strconv.FormatFloat(x, 'g', -1, 64)
-			}
+			fixed, isFixed := r.Fixed[p]
 			se, hasSE := r.StdErr[p]
 			ci, hasCI := r.CI95[p]
-			row = append(row, cell(v, ok), r.Scale[p], cell(se, hasSE), cell(ci[0], hasCI), cell(ci[1], hasCI))
+			nat, hasNat := r.CI95Natural[p]
+			row = append(row, cell(v, ok), cell(fixed, isFixed), r.Scale[p], cell(se, hasSE), cell(ci[0], hasCI), cell(ci[1], hasCI),
+				cell(nat[0], hasNat), cell(nat[1], hasNat))
 		}
 		_ = w.Write(row)
 	}
@@ -233,8 +329,8 @@ func CSVPath(jsonl string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(jsonl, ".jsonl"), ".json") + ".csv"
 }
 
-// ParamNames returns the parameter names appearing in records, in the order of the first
-// record that has them and then alphabetically.
+// ParamNames returns order followed by the other parameter names, estimated or fixed, that
+// appear in records, sorted.
 func ParamNames(recs []Record, order []string) []string {
 	seen := map[string]bool{}
 	var names []string
@@ -244,7 +340,7 @@ func ParamNames(recs []Record, order []string) []string {
 	}
 	var extra []string
 	for _, r := range recs {
-		for n := range r.Params {
+		for n := range r.Values() {
 			if !seen[n] {
 				seen[n] = true
 				extra = append(extra, n)

@@ -118,6 +118,10 @@ type Spec struct {
 	BeliefCov   [][]float64 // the agent's initial belief covariance; nil means the identity
 	// Temperature of the maximum-causal-entropy policy noise (paper Table 1).
 	Temperature float64
+	// StateBound is the largest magnitude a state value of the task's data may plausibly
+	// have, in the states' units: a data file with a value beyond it (finite but absurd,
+	// such as 1e300 from a unit or export error) is refused. 0 means DefaultStateBound.
+	StateBound float64
 	// Planner is the agent of the paper for this task under partial observability.
 	Planner Planner
 	// Horizon is what the agent plans over in trials of another length than Steps; ""
@@ -131,6 +135,18 @@ func (s Spec) PlanningHorizon() Horizon {
 		return HorizonTrial
 	}
 	return s.Horizon
+}
+
+// DefaultStateBound is the plausible range of state values, |x| <= 1e6, of a task that sets
+// no StateBound.
+const DefaultStateBound = 1e6
+
+// MaxState returns the task's StateBound, DefaultStateBound when it is not set.
+func (s Spec) MaxState() float64 {
+	if s.StateBound == 0 {
+		return DefaultStateBound
+	}
+	return s.StateBound
 }
 
 // Param returns the parameter named name.
@@ -250,6 +266,8 @@ func checkSpec(s Spec) error {
 		return fmt.Errorf("models: task %q needs Steps >= 1", s.Name)
 	case s.Planner != PlannerFull && s.Planner != PlannerPartial:
 		return fmt.Errorf("models: task %q has unknown planner %q", s.Name, s.Planner)
+	case !(s.StateBound >= 0) || math.IsInf(s.StateBound, 0):
+		return fmt.Errorf("models: task %q has StateBound %g: it must be a finite number > 0 (0 for the default, %g)", s.Name, s.StateBound, DefaultStateBound)
 	case s.Horizon != "" && s.Horizon != HorizonTrial && s.Horizon != HorizonTask:
 		return fmt.Errorf("models: task %q has unknown horizon %q: use %q or %q", s.Name, s.Horizon, HorizonTrial, HorizonTask)
 	}

@@ -317,7 +317,8 @@ def ours_fit(task, data, out, restarts, seed):
     _, _, dt = run_cmd(cmd, what=f"{task}: our fit")
     with open(out) as f:
         j = json.loads(f.readline())
-    return dict(params={k: float(v) for k, v in j["params"].items()}, loglik=j["loglik"],
+    values = {**j.get("fixed", {}), **j["params"]}  # the estimates and the parameters held fixed
+    return dict(params={k: float(v) for k, v in values.items()}, loglik=j["loglik"],
                 seconds=j["seconds"], process_seconds=dt, evaluations=j["evaluations"],
                 converged=j.get("converged"), status=j.get("status"), at_bound=j.get("at_bound"),
                 restarts_at_best=j.get("restarts_at_best"))

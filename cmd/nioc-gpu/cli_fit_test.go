@@ -91,17 +91,20 @@ func TestCLIFit(t *testing.T) {
 			assert.Greater(t, cliFinite(t, rec["evaluations"], "evaluations"), 0.0)
 			assert.IsType(t, true, rec["converged"])
 			assert.GreaterOrEqual(t, cliFinite(t, rec["seconds"], "seconds"), 0.0)
-			if se, ok := rec["stderr"].(map[string]any); ok {
+			assert.NotContains(t, rec, "fixed", "every parameter is fitted")
+			if se, ok := rec["stderr_scaled"].(map[string]any); ok {
 				for name, v := range se {
 					assert.Contains(t, params, name)
-					cliFinite(t, v, "stderr."+name)
+					cliFinite(t, v, "stderr_scaled."+name)
 				}
 			}
-			if ci, ok := rec["ci95"].(map[string]any); ok {
-				for name, v := range ci {
-					iv := v.([]any)
-					require.Len(t, iv, 2)
-					assert.LessOrEqual(t, cliFinite(t, iv[0], "ci95 lo"), cliFinite(t, iv[1], "ci95 hi"), "ci95.%s", name)
+			for _, key := range []string{"ci95_scaled", "ci95_natural"} {
+				if ci, ok := rec[key].(map[string]any); ok {
+					for name, v := range ci {
+						iv := v.([]any)
+						require.Len(t, iv, 2)
+						assert.LessOrEqual(t, cliFinite(t, iv[0], key+" lo"), cliFinite(t, iv[1], key+" hi"), "%s.%s", key, name)
+					}
 				}
 			}
 		}
@@ -110,7 +113,8 @@ func TestCLIFit(t *testing.T) {
 		require.Len(t, rows, 3, "header and one row per subject")
 		assert.Equal(t, "subject", rows[0][0])
 		for _, col := range []string{"loglik", "aic", "bic", "restarts_at_best", "evaluations", "converged", "seconds",
-			"action_cost", "action_cost_stderr", "action_cost_ci95_lo", "obs_noise"} {
+			"action_cost", "action_cost_fixed", "action_cost_stderr_scaled", "action_cost_ci95_scaled_lo",
+			"action_cost_ci95_natural_hi", "obs_noise"} {
 			assert.Contains(t, rows[0], col)
 		}
 		assert.Equal(t, "1", rows[1][0], "the table is in data-file order")
@@ -179,7 +183,8 @@ func TestCLIFit(t *testing.T) {
 		assert.Contains(t, r.stderr, "fitted: action_cost, motor_noise, temperature\n")
 		for _, rec := range cliReadJSONL(t, out) {
 			assert.Equal(t, []any{"action_cost", "motor_noise", "temperature"}, rec["fitted"])
-			assert.Equal(t, 0.2, rec["params"].(map[string]any)["obs_noise"])
+			assert.Equal(t, map[string]any{"obs_noise": 0.2}, rec["fixed"], "held, not estimated")
+			assert.NotContains(t, rec["params"], "obs_noise", "params holds the estimates only")
 		}
 	})
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,6 +143,12 @@ func TestCLINoSubjectEvaluated(t *testing.T) {
 	}
 	allBad := absurd("all.csv", "1", "2")
 	oneBad := absurd("one.csv", "2")
+	// The linear task with a plausible range wide enough for 1e300, which reading the data
+	// would refuse otherwise: the value reaches the likelihood.
+	task, err := os.ReadFile(cliExampleTask("linear"))
+	require.NoError(t, err)
+	wide := cliWriteFile(t, dir, "wide.toml", strings.Replace(string(task), "horizon = 20", "horizon = 20\nstate_bound = 1e301", 1))
+	fitArgs := []string{"fit", "--task-file", wide, "--restarts", "2", "--max-iter", "5", "--quiet"}
 
 	for _, tc := range []struct {
 		name   string
@@ -153,13 +160,13 @@ func TestCLINoSubjectEvaluated(t *testing.T) {
 		// written as strings; -1 if none.
 		nonFinite int
 	}{
-		{"loglik, every subject", []string{"loglik", "--task", "linear", "--data", allBad}, 1,
+		{"loglik, every subject", []string{"loglik", "--task-file", wide, "--data", allBad}, 1,
 			[]string{"no subject could be evaluated", allBad, "subject 1: ", "subject 2: "}, 0, -1},
-		{"loglik, one subject", []string{"loglik", "--task", "linear", "--data", oneBad}, 0,
+		{"loglik, one subject", []string{"loglik", "--task-file", wide, "--data", oneBad}, 0,
 			[]string{"warning: log-likelihood not finite for subject 2"}, 2, 1},
-		{"fit, every subject", append(append([]string{"fit"}, cliFitArgs...), "--data", allBad, "--out", "OUT"), 1,
+		{"fit, every subject", append(slices.Clone(fitArgs), "--data", allBad, "--out", "OUT"), 1,
 			[]string{"no subject could be fitted: all 2 failed", "subject 1: ", "subject 2: "}, 0, -1},
-		{"fit, one subject", append(append([]string{"fit"}, cliFitArgs...), "--data", oneBad, "--out", "OUT"), 0,
+		{"fit, one subject", append(slices.Clone(fitArgs), "--data", oneBad, "--out", "OUT"), 0,
 			[]string{"done: 2 subject(s)", "(1 could not be fitted)", "subject 2: "}, 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

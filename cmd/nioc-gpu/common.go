@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -61,11 +62,16 @@ func (t *temperatureFlag) Set(s string) error {
 	return nil
 }
 
+// register adds the flags of the agent (--task, --task-file, --observe, --planner) and
+// --backend, and with withMethod those of the likelihood (--method, --linearize,
+// --temperature, --form, --first-order-noise). A command registers only the flags it uses, so
+// that its help lists no others: one that uses a part registers it with registerTask,
+// registerObserve or registerBackend.
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	tf.registerTask(fs)
-	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives: partial (noisy observations, EKF belief) or full (the state)")
+	tf.registerObserve(fs)
 	fs.StringVar(&tf.planner, "planner", "", "the agent's planner: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
-	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
+	tf.registerBackend(fs)
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
@@ -73,6 +79,16 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 	}
+}
+
+// registerObserve adds --observe.
+func (tf *taskFlags) registerObserve(fs *flag.FlagSet) {
+	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives: partial (noisy observations, EKF belief) or full (the state)")
+}
+
+// registerBackend adds --backend.
+func (tf *taskFlags) registerBackend(fs *flag.FlagSet) {
+	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
 }
 
 // registerTask adds --task and --task-file, the two ways of naming the task.
@@ -279,9 +295,13 @@ func toScale(spec models.Spec, natural []float64) []float64 {
 	return out
 }
 
-// readData reads a trajectory CSV for the task, with errors that name the task.
+// readData reads a trajectory CSV for the task, with errors that name the task. A value
+// beyond the task's plausible range (models.Spec.MaxState) is an error naming its line.
 func readData(path string, spec models.Spec) (*data.Set, error) {
-	set, err := data.Read(path, spec.States)
+	set, err := data.ReadBounded(path, spec.States, spec.MaxState())
+	if errors.Is(err, data.ErrImplausible) {
+		return nil, fmt.Errorf("%w (task %s; a task file may set another range with state_bound)", err, spec.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (task %s)", err, spec.Name)
 	}

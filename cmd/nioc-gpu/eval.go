@@ -63,8 +63,10 @@ func setID(i int) string { return fmt.Sprintf("set%03d", i+1) }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", "--task NAME [--observe partial|full] [--sets 100] [--trials 50] [--restarts 50] [--seed S] [--methods ours,baseline] [--truth name=value,...] [--shard k/N] --out DIR", stderr)
-	var tf taskFlags
-	tf.register(fs, false)
+	var tf taskFlags // the agents are the task's (its planner), so no --planner
+	tf.registerTask(fs)
+	tf.registerObserve(fs)
+	tf.registerBackend(fs)
 	sets := fs.Int("sets", 100, "parameter sets, drawn uniformly in each parameter's scale within its bounds (paper Sec. 4, App. J.3)")
 	trials := fs.Int("trials", 50, "trials simulated per set")
 	steps := fs.Int("steps", 0, "time steps; default: the task's")
@@ -310,8 +312,9 @@ func drawSets(spec models.Spec, cfg evalConfig) [][]float64 {
 }
 
 // simulateSets solves the agent for every set at once and simulates its trials.
-// A set whose agent diverges in simulation (some trial's states become infinite) is left out
-// of the data and returned in excluded.
+// A set whose agent diverges in simulation (some trial's states become infinite, or leave the
+// task's plausible range, models.Spec.MaxState, which reading the data would refuse) is left
+// out of the data and returned in excluded.
 func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][]float64) (set *data.Set, excluded []string, err error) {
 	spec := m.Spec()
 	xs, err := simulateAt(m, b, cfg, thetas, cfg.Trials, cfg.Seed)
@@ -324,7 +327,7 @@ func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][
 	}
 	set = &data.Set{StateNames: spec.States, Steps: cfg.Steps}
 	for s, trials := range xs {
-		if div != nil && slices.Contains(div.Problems, s) {
+		if div != nil && slices.Contains(div.Problems, s) || beyond(trials, spec.MaxState()) {
 			excluded = append(excluded, setID(s))
 			continue
 		}
@@ -335,6 +338,20 @@ func simulateSets(m models.Model, b backends.Backend, cfg evalConfig, thetas [][
 		set.Subjects = append(set.Subjects, subj)
 	}
 	return set, excluded, nil
+}
+
+// beyond reports whether a state value of trials exceeds bound in magnitude.
+func beyond(trials [][][]float64, bound float64) bool {
+	for _, tr := range trials {
+		for _, x := range tr {
+			for _, v := range x {
+				if math.Abs(v) > bound {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func writeTruth(path string, spec models.Spec, thetas [][]float64) error {

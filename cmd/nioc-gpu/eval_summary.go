@@ -199,11 +199,13 @@ func summarize(dir string, m models.Model, b backends.Backend, stdout, stderr io
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
-// paramsOf returns the natural parameter vector of a results record.
+// paramsOf returns the natural parameter vector of a results record: its estimates and fixed
+// values.
 func paramsOf(spec models.Spec, r fit.Record) []float64 {
 	out := make([]float64, len(spec.Params))
+	values := r.Values()
 	for i, p := range spec.Params {
-		out[i] = r.Params[p.Name]
+		out[i] = values[p.Name]
 	}
 	return out
 }

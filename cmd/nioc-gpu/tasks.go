@@ -20,6 +20,7 @@ type taskJSON struct {
 	Name        string      `json:"name"`
 	Description string      `json:"description"`
 	States      []string    `json:"states"`
+	StateBound  float64     `json:"state_bound"` // the plausible range of state values in data, |x| <= state_bound
 	Controls    []string    `json:"controls"`
 	Steps       int         `json:"steps"`
 	Planner     string      `json:"planner"`
@@ -65,7 +66,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 	var all []taskJSON
 	for _, s := range specs {
 		if *asJSON {
-			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, Controls: s.Controls,
+			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, StateBound: s.MaxState(), Controls: s.Controls,
 				Steps: s.Steps, Planner: string(s.Planner), Temperature: s.Temperature, X0: s.X0}
 			for _, p := range s.Params {
 				t.Params = append(t.Params, paramJSON{p.Name, p.Default, p.Lo, p.Hi, p.Scale.String(), p.Doc})
@@ -74,7 +75,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "%s — %s\n", s.Name, s.Description)
-		fmt.Fprintf(stdout, "  states:   %s\n  controls: %s\n", strings.Join(s.States, ", "), strings.Join(s.Controls, ", "))
+		fmt.Fprintf(stdout, "  states:   %s (values in data within ±%g)\n  controls: %s\n", strings.Join(s.States, ", "), s.MaxState(), strings.Join(s.Controls, ", "))
 		fmt.Fprintf(stdout, "  horizon:  %d steps; planner under partial observability: %s; MCE temperature %g\n", s.Steps, s.Planner, s.Temperature)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  parameter\tdefault\tsearch box\tscale\t")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,6 +54,14 @@ func TestPointFileIsValid(t *testing.T) {
 	assert.Equal(t, []string{"cost", "noise"}, spec.ParamNames())
 	assert.Equal(t, DefaultTemperature, spec.Temperature)
 	assert.Equal(t, "task file t.toml", spec.Description)
+	assert.Equal(t, models.DefaultStateBound, spec.MaxState(), "the default plausible range of the states")
+}
+
+// TestStateBound: state_bound sets the plausible range of the task's state values.
+func TestStateBound(t *testing.T) {
+	task, err := Parse("t.toml", []byte(strings.Replace(pointFile, "horizon = 10", "horizon = 10\nstate_bound = 1e9", 1)))
+	require.NoError(t, err)
+	assert.Equal(t, 1e9, task.Spec().MaxState())
 }
 
 // TestErrorsNameFileLineColumn: every problem of a task file is an *Error whose message
@@ -93,6 +102,7 @@ name = "noise"`, "t.toml:17:1: parameter cost: scale log10 needs bounds > 0"},
 		{"control in the observation", `"pos + noise*w1"`, `"pos + force + noise*w1"`, "t.toml:31:23: control force cannot appear in the observation"},
 		{"noise beyond its dimension", `noise*v1"`, `noise*v2"`, "t.toml:29:27: there is no motor noise v2: the file declares 1, v1..v1"},
 		{"unknown key", `horizon = 10`, `horizn = 10`, "t.toml:8:1: horizn: unknown field"},
+		{"state_bound not positive", `horizon = 10`, "horizon = 10\nstate_bound = 0", "t.toml:9:15: state_bound must be a finite number > 0"},
 		{"missing key", `horizon = 10`, ``, "t.toml:1:1: missing key horizon"},
 		{"power operator", `"k*square(pos) + square(vel)"`, `"k*pos^2 + square(vel)"`, "t.toml:33:20: operator ^ is not a power"},
 		{"pow with a variable exponent", `"k*square(pos) + square(vel)"`, `"k*pow(pos, vel) + square(vel)"`, "t.toml:33:26: pow needs a constant exponent"},

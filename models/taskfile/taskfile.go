@@ -36,6 +36,7 @@ type schema struct {
 	Horizon           int               `toml:"horizon"`
 	Planner           string            `toml:"planner"`
 	Temperature       float64           `toml:"temperature"`
+	StateBound        float64           `toml:"state_bound"`
 	X0                []any             `toml:"x0"`
 	BeliefCov         [][]any           `toml:"belief_cov"`
 	Constants         map[string]any    `toml:"constants"`
@@ -254,6 +255,12 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 			return d.errorf("temperature", "temperature must be a number >= 0, got %g", s.Temperature)
 		}
 		spec.Temperature = s.Temperature
+	}
+	if d.has("state_bound") {
+		if !(s.StateBound > 0) || math.IsInf(s.StateBound, 0) {
+			return d.errorf("state_bound", "state_bound must be a finite number > 0 (the largest plausible |x| of a state value in data), got %g", s.StateBound)
+		}
+		spec.StateBound = s.StateBound
 	}
 	for i, ps := range s.Params {
 		p, err := param(d, fmt.Sprintf("param[%d]", i), ps)

@@ -128,8 +128,9 @@ func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[st
 			continue
 		}
 		est := Estimate{Scaled: map[string]float64{}, StdErr: r.StdErr}
+		values := r.Values() // the estimates and the values the fit held fixed
 		for _, p := range spec.Params {
-			if v, ok := r.Params[p.Name]; ok {
+			if v, ok := values[p.Name]; ok {
 				est.Scaled[p.Name] = p.ToScale(v)
 			}
 		}
