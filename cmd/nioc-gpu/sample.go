@@ -21,7 +21,7 @@ func init() {
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--init fit.jsonl] [--shard k/N] [--resume] [--force] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--init fit.jsonl] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -36,6 +36,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
 	targetAccept := fs.Float64("target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
+	var ff figureFlags
+	ff.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -122,6 +124,10 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	figs, err := ff.parse(spec, m, sampler, sf.out, *seed, subjects, stderr)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(sf.out, 0o755); err != nil {
 		return err
 	}
@@ -143,12 +149,12 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	subjects = slices.DeleteFunc(subjects, func(s fit.Subject) bool { return slices.Contains(done, s.ID) })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return sampleSubjects(ctx, sampler, run, subjects, w, sf.out, len(done), sf.quiet, stderr)
+	return sampleSubjects(ctx, sampler, run, subjects, w, figs, sf.out, len(done), sf.quiet, stderr)
 }
 
 // sampleSubjects samples subjects with sampler into w (the outputs in dir, which already hold
-// done subjects) and reports on stderr.
-func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subjects []fit.Subject, w *ioc.Output, dir string, done int, quiet bool, stderr io.Writer) error {
+// done subjects), draws each subject's figures with figs (nil: none) and reports on stderr.
+func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subjects []fit.Subject, w *ioc.Output, figs *sampleFigures, dir string, done int, quiet bool, stderr io.Writer) error {
 	for _, name := range sampler.Selection().Ignored() {
 		spec := sampler.Selection().Spec()
 		fmt.Fprintf(stderr, "not sampled: %s, held at %g: the likelihood (method %s, observe %s, planner %s) does not depend on it\n",
@@ -183,6 +189,7 @@ func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subj
 		if err := w.Write(rs); err != nil {
 			return err
 		}
+		figs.write(sampler, rs, bar.println)
 		for _, r := range rs {
 			written++
 			if r.Err != "" {
@@ -211,7 +218,7 @@ func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subj
 		return fmt.Errorf("no subject could be sampled: all %d failed (see above and the error field of %s)", failed,
 			filepath.Join(dir, ioc.SummaryJSONFile))
 	}
-	fmt.Fprintf(stderr, "done: %d subject(s) in %s (%s, %s, %s)", done+written, dir, ioc.DrawsFile, ioc.SummaryFile, ioc.SummaryJSONFile)
+	fmt.Fprintf(stderr, "done: %d subject(s) in %s (%s, %s, %s%s)", done+written, dir, ioc.DrawsFile, ioc.SummaryFile, ioc.SummaryJSONFile, figs.files())
 	if failed > 0 {
 		fmt.Fprintf(stderr, "; %d could not be sampled", failed)
 	}

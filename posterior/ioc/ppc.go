@@ -1,0 +1,232 @@
+package ioc
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// DefaultPPCDraws is the number of posterior draws a predictive check simulates at, unless
+// PPCOptions.Draws says otherwise.
+const DefaultPPCDraws = 10
+
+// PPCOptions configure a posterior predictive check (Sampler.Predictive).
+type PPCOptions struct {
+	Model  models.Model // the task the sampler's evaluator was made for
+	Trials int          // trials simulated at each picked draw; must be ≥ 1
+	Draws  int          // posterior draws picked per subject; 0 means DefaultPPCDraws
+	Seed   uint64       // with each subject's ID, the seed of the simulations' noise
+}
+
+// Predictive simulates the agent at posterior draws: the agent the likelihood describes, with
+// its observation mode (an agent that sees the state for the MCE baseline, which has no
+// observation model), planner and policy noise (at each draw's own temperature when the
+// temperature is sampled). It is safe for concurrent use.
+type Predictive struct {
+	s       *Sampler
+	opts    PPCOptions
+	observe control.Observe
+
+	mu      sync.Mutex
+	solvers map[int]*control.Solver // by horizon, so that each is compiled once
+}
+
+// Predictive returns the posterior predictive check of the sampler's subjects with opts.
+func (s *Sampler) Predictive(opts PPCOptions) (*Predictive, error) {
+	if opts.Draws == 0 {
+		opts.Draws = DefaultPPCDraws
+	}
+	switch {
+	case opts.Model == nil:
+		return nil, fmt.Errorf("predictive check: no model")
+	case opts.Model.Spec().Name != s.sel.Spec().Name:
+		return nil, fmt.Errorf("predictive check: model %s, but the sampler's task is %s", opts.Model.Spec().Name, s.sel.Spec().Name)
+	case opts.Trials < 1:
+		return nil, fmt.Errorf("--ppc must be >= 1 trials, got %d", opts.Trials)
+	case opts.Draws < 1:
+		return nil, fmt.Errorf("--ppc-draws must be >= 1, got %d", opts.Draws)
+	}
+	o := s.e.Options()
+	observe := o.Observe
+	if o.Method == likelihood.MCEBaseline {
+		observe = control.ObserveFull
+	}
+	return &Predictive{s: s, opts: opts, observe: observe, solvers: map[int]*control.Solver{}}, nil
+}
+
+// Options returns the check's options, defaults filled in.
+func (p *Predictive) Options() PPCOptions { return p.opts }
+
+// Check is the posterior predictive check of one subject.
+type Check struct {
+	Subject string
+	// Picked are the indices of the picked draws among the subject's pooled draws (those of
+	// chain 1, then chain 2, …).
+	Picked []int
+	// Thetas are the picked draws: every parameter of the sampler's spec (Selection().Spec(),
+	// the temperature last when it is sampled), natural units.
+	Thetas [][]float64
+	// Simulated holds the trials simulated at each picked draw, [draw][trial][t][state];
+	// trials whose states became infinite are left out (Diverged counts them).
+	Simulated [][][][]float64
+	Diverged  int
+}
+
+// Check simulates, at Options().Draws draws of r evenly spread over its pooled chains,
+// Options().Trials trials each: trial j as long as the subject's trial j mod len(trials),
+// starting at the task's initial state, its noise from Options().Seed and the subject's ID.
+func (p *Predictive) Check(r Result, trials [][][]float64) (*Check, error) {
+	if r.Err != "" {
+		return nil, fmt.Errorf("subject %s has no draws: %s", r.Subject, r.Err)
+	}
+	if len(trials) == 0 {
+		return nil, fmt.Errorf("subject %s has no trials", r.Subject)
+	}
+	var pooled [][]float64
+	for _, ch := range r.Chains {
+		pooled = append(pooled, ch.Scaled...)
+	}
+	if len(pooled) == 0 {
+		return nil, fmt.Errorf("subject %s has no draws", r.Subject)
+	}
+	spec := p.s.sel.Spec()
+	c := &Check{Subject: r.Subject, Picked: pickDraws(len(pooled), p.opts.Draws)}
+	for _, k := range c.Picked {
+		full := p.s.sel.Full(pooled[k])
+		th := make([]float64, len(full))
+		for i, v := range full {
+			th[i] = spec.Params[i].FromScale(v)
+		}
+		c.Thetas = append(c.Thetas, th)
+	}
+	lengths := make([]int, p.opts.Trials)
+	for j := range lengths {
+		lengths[j] = len(trials[j%len(trials)]) - 1
+	}
+	sims, diverged, err := p.simulate(c.Thetas, lengths, subjectSeed(p.opts.Seed, r.Subject))
+	if err != nil {
+		return nil, fmt.Errorf("subject %s: %w", r.Subject, err)
+	}
+	c.Simulated, c.Diverged = sims, diverged
+	return c, nil
+}
+
+// pickDraws returns k indices of 0..n−1 evenly spread, the middles of k equal parts; all of
+// them when k ≥ n.
+func pickDraws(n, k int) []int {
+	if k >= n {
+		k = n
+	}
+	out := make([]int, k)
+	for i := range out {
+		out[i] = int((float64(i) + 0.5) * float64(n) / float64(k))
+	}
+	return out
+}
+
+// simulate simulates trials of lengths[j] steps at each of thetas (the sampler's spec,
+// natural units) and returns them [theta][trial][t][state] without the diverged ones, and how
+// many diverged.
+func (p *Predictive) simulate(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, int, error) {
+	m := p.opts.Model
+	spec := m.Spec()
+	o := p.s.e.Options()
+	np := len(spec.Params)
+	model := make([][]float64, len(thetas)) // the planner's parameters: no temperature
+	for i, th := range thetas {
+		model[i] = th[:np]
+	}
+	horizons := map[int][]int{} // horizon → the trials planned over it
+	for j, T := range lengths {
+		h := T
+		if spec.PlanningHorizon() == models.HorizonTask {
+			if T > spec.Steps {
+				return nil, 0, fmt.Errorf("a trial of %d steps, more than the %d the agent of task %s plans over", T, spec.Steps, spec.Name)
+			}
+			h = spec.Steps
+		}
+		if T < 1 {
+			return nil, 0, fmt.Errorf("a trial of %d steps: need at least 1", T)
+		}
+		horizons[h] = append(horizons[h], j)
+	}
+	out := make([][][][]float64, len(thetas))
+	for i := range out {
+		out[i] = make([][][]float64, len(lengths))
+	}
+	for _, h := range slices.Sorted(maps.Keys(horizons)) {
+		sv, err := p.solver(h)
+		if err != nil {
+			return nil, 0, err
+		}
+		pol, err := sv.Solve(model, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		so := control.SimOptions{Observe: p.observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
+			Temperature: o.Temperature}
+		if o.FitTemperature {
+			so.Temperature = 1
+			scaleNoise(pol, thetas, np)
+		}
+		xs, err := control.Simulate(m, pol, model, p.s.e.Backend(), so)
+		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
+			return nil, 0, err
+		}
+		for i := range thetas {
+			for r, j := range horizons[h] {
+				out[i][j] = xs[i][r][:lengths[j]+1]
+			}
+		}
+	}
+	diverged := 0
+	for i := range out {
+		out[i] = slices.DeleteFunc(out[i], func(tr [][]float64) bool {
+			for _, x := range tr {
+				for _, v := range x {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						diverged++
+						return true
+					}
+				}
+			}
+			return false
+		})
+	}
+	return out, diverged, nil
+}
+
+// scaleNoise gives problem q of pol the policy noise of temperature thetas[q][np] (the
+// sampled temperature) when simulated at temperature 1: the noise's covariance τ·H̃⁻¹ is
+// (H̃/τ)⁻¹, so H̃, which the simulation uses for nothing else, is divided by τ. One
+// simulation then serves draws of different temperatures.
+func scaleNoise(pol *control.Policy, thetas [][]float64, np int) {
+	P := pol.Problems
+	for t := range len(pol.Hessian) / P {
+		for q := range P {
+			pol.Hessian[t*P+q] /= thetas[q][np]
+		}
+	}
+}
+
+// solver returns the iLQG solver of horizon h, created once, with the likelihood's planner.
+func (p *Predictive) solver(h int) (*control.Solver, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sv, ok := p.solvers[h]; ok {
+		return sv, nil
+	}
+	sv, err := control.NewSolver(p.opts.Model, h, p.s.e.Backend(), p.s.e.Options().Solver)
+	if err != nil {
+		return nil, err
+	}
+	p.solvers[h] = sv
+	return sv, nil
+}
