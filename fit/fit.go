@@ -92,6 +92,11 @@ type Result struct {
 	Trials         int
 	Seconds        float64
 	Err            string // why the subject could not be fitted; empty on success
+	// Ends holds each restart's final point (the fitted parameters in fitting scale, in
+	// restart order; nil for a restart that failed) and EndLogLik its log-likelihood: the
+	// local optima a sampler's chains can start from. Not written to results files.
+	Ends      [][]float64 `json:"-"`
+	EndLogLik []float64   `json:"-"`
 }
 
 // Fitter fits one task's likelihood.
@@ -435,6 +440,13 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		return res
 	}
 	bestRes := results[bestR]
+	res.Ends, res.EndLogLik = make([][]float64, len(results)), make([]float64, len(results))
+	for r, rr := range results {
+		res.EndLogLik[r] = math.Inf(-1)
+		if rr.Err == nil && !math.IsInf(rr.F, 0) && !math.IsNaN(rr.F) {
+			res.Ends[r], res.EndLogLik[r] = rr.X, -rr.F*nObs
+		}
+	}
 	res.LogLik = -bestRes.F * nObs
 	res.Converged = bestRes.Converged
 	res.Status = bestRes.Status

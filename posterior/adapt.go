@@ -29,24 +29,30 @@ func (d *dualAveraging) learn(acceptStat float64) float64 {
 // final returns the step size after adaptation: the exponential of the averaged iterate.
 func (d *dualAveraging) final() float64 { return math.Exp(d.xBar) }
 
-// varAdapter estimates the diagonal inverse metric from the draws of Stan's slow windows: after
-// an initial buffer of fast (step-size only) adaptation, windows of doubling length starting
-// at base, the last one stretched to end where the terminal buffer begins. At the end of each
-// window the inverse metric becomes the window's regularized sample variances.
+// varAdapter estimates the inverse metric from the draws of Stan's slow windows: after an
+// initial buffer of fast (step-size only) adaptation, windows of doubling length starting at
+// base, the last one stretched to end where the terminal buffer begins. At the end of each
+// window the inverse metric becomes the window's regularized sample variances (diagonal) or
+// covariance (dense), shrunk towards 10⁻³·I as Stan does.
 type varAdapter struct {
-	enabled                            bool
+	enabled, dense                     bool
 	warmup, initBuffer, termBuffer     int
 	base, counter, windowSize, nextEnd int
 
-	n        int // Welford accumulators of the current window
-	mean, m2 []float64
+	n    int // Welford accumulators of the current window
+	mean []float64
+	m2   [][]float64 // co-moments; only the diagonal when not dense
+	dx   []float64
 }
 
 // newVarAdapter returns the adapter of a warm-up of the given length. As in Stan, no metric
 // is estimated when warmup < 20, and when the buffers and the first window do not fit they
 // become 15%, 75% and 10% of the warm-up.
-func newVarAdapter(dim, warmup, initBuffer, termBuffer, base int) *varAdapter {
-	v := &varAdapter{mean: make([]float64, dim), m2: make([]float64, dim)}
+func newVarAdapter(dim, warmup, initBuffer, termBuffer, base int, dense bool) *varAdapter {
+	v := &varAdapter{dense: dense, mean: make([]float64, dim), m2: make([][]float64, dim), dx: make([]float64, dim)}
+	for i := range v.m2 {
+		v.m2[i] = make([]float64, dim)
+	}
 	if warmup < 20 {
 		return v
 	}
@@ -89,9 +95,9 @@ func (v *varAdapter) computeNextWindow() {
 
 var errMetricOverflow = errors.New("numerical overflow in metric adaptation: the posterior may be too wide or improper")
 
-// learn records the draw q of one warm-up iteration and, at the end of a window, writes the
-// new inverse metric to invMetric and returns true.
-func (v *varAdapter) learn(q, invMetric []float64) (bool, error) {
+// learn records the draw q of one warm-up iteration and, at the end of a window, sets the
+// new inverse metric of m and returns true.
+func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
 	if !v.enabled {
 		return false, nil
 	}
@@ -99,9 +105,17 @@ func (v *varAdapter) learn(q, invMetric []float64) (bool, error) {
 	if v.inWindow() {
 		v.n++
 		for i, x := range q {
-			delta := x - v.mean[i]
-			v.mean[i] += delta / float64(v.n)
-			v.m2[i] += delta * (x - v.mean[i])
+			v.dx[i] = x - v.mean[i]
+			v.mean[i] += v.dx[i] / float64(v.n)
+		}
+		for i, x := range q {
+			if !v.dense {
+				v.m2[i][i] += v.dx[i] * (x - v.mean[i])
+				continue
+			}
+			for j := range q {
+				v.m2[i][j] += v.dx[i] * (q[j] - v.mean[j])
+			}
 		}
 	}
 	if !v.endOfWindow() {
@@ -109,18 +123,35 @@ func (v *varAdapter) learn(q, invMetric []float64) (bool, error) {
 	}
 	v.computeNextWindow()
 	n := float64(v.n)
-	for i := range invMetric {
-		variance := 0.0
-		if v.n > 1 {
-			variance = v.m2[i] / (n - 1)
+	cov := make([][]float64, len(q))
+	for i := range cov {
+		cov[i] = make([]float64, len(q))
+		for j := range cov[i] {
+			if i != j && !v.dense {
+				continue
+			}
+			if v.n > 1 {
+				cov[i][j] = n / (n + 5) * v.m2[i][j] / (n - 1)
+			}
+			if i == j {
+				cov[i][j] += 1e-3 * 5 / (n + 5)
+			}
+			if !finite(cov[i][j]) {
+				return false, errMetricOverflow
+			}
 		}
-		invMetric[i] = n/(n+5)*variance + 1e-3*5/(n+5)
-		if !finite(invMetric[i]) {
-			return false, errMetricOverflow
-		}
+		clear(v.m2[i])
 	}
 	v.n = 0
 	clear(v.mean)
-	clear(v.m2)
+	if !v.dense {
+		for i := range cov {
+			m.diag[i] = cov[i][i]
+		}
+		return true, nil
+	}
+	if err := m.setDense(cov); err != nil {
+		return false, err
+	}
 	return true, nil
 }

@@ -22,7 +22,10 @@ type Chain struct {
 	AcceptStat []float64 // mean acceptance probability over the draw's trajectory
 
 	StepSize  float64   // step size after warm-up
-	InvMetric []float64 // diagonal inverse metric (mass matrix) after warm-up
+	InvMetric []float64 // diagonal of the inverse metric (mass matrix) after warm-up
+	// InvMetricDense is the whole inverse metric after warm-up when it is dense
+	// (Options.DenseMetric), else nil.
+	InvMetricDense [][]float64
 
 	Evaluations int   // log-density evaluations of the chain, warm-up and initialization included
 	Err         error // why the chain stopped early; it then holds the draws made before
@@ -54,7 +57,7 @@ type settings struct {
 	initBuffer, termBuffer, window     int
 	init                               func(group, chain int) []float64
 	groupSeed                          func(group int) uint64
-	unsynchronized                     bool
+	unsynchronized, dense              bool
 	progress                           func(Progress)
 }
 
@@ -92,18 +95,15 @@ func splitmix64(x uint64) uint64 {
 // calling sync before every transition; sync returning false stops the run with errAborted.
 func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 	o, dim := c.o, c.t.dim
-	s := &nuts{dim: dim, rng: c.rng, eval: eval, invMetric: make([]float64, dim),
+	s := &nuts{dim: dim, rng: c.rng, eval: eval, metric: unitMetric(dim, o.dense), qStep: make([]float64, dim),
 		eps: o.stepSize, maxDepth: o.maxDepth, maxDeltaH: o.maxDeltaH}
-	for i := range s.invMetric {
-		s.invMetric[i] = 1
-	}
 	defer func() { c.out.Evaluations = s.evals }()
 	z, err := c.initialPoint(s)
 	if err != nil {
 		return err
 	}
 	da := dualAveraging{mu: math.Log(10 * o.stepSize), delta: o.delta, gamma: o.gamma, kappa: o.kappa, t0: o.t0}
-	va := newVarAdapter(dim, o.warmup, o.initBuffer, o.termBuffer, o.window)
+	va := newVarAdapter(dim, o.warmup, o.initBuffer, o.termBuffer, o.window, o.dense)
 	if o.warmup > 0 {
 		if err := s.initStepSize(z); err != nil {
 			return err
@@ -121,7 +121,7 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 		z = next
 		if it < o.warmup {
 			s.eps = da.learn(st.acceptStat)
-			updated, err := va.learn(z.q, s.invMetric)
+			updated, err := va.learn(z.q, s.metric)
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,8 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 			if it == o.warmup-1 {
 				s.eps = da.final()
 				c.out.StepSize = s.eps
-				c.out.InvMetric = clone(s.invMetric)
+				c.out.InvMetric = clone(s.metric.diag)
+				c.out.InvMetricDense = s.metric.denseCopy()
 			}
 		} else {
 			c.record(z, st)
@@ -192,10 +193,8 @@ func (c *chainRun) allocate() {
 	c.out.AcceptStat = make([]float64, 0, n)
 	if c.o.warmup == 0 {
 		c.out.StepSize = c.o.stepSize
-		c.out.InvMetric = make([]float64, c.t.dim)
-		for i := range c.out.InvMetric {
-			c.out.InvMetric[i] = 1
-		}
+		m := unitMetric(c.t.dim, c.o.dense)
+		c.out.InvMetric, c.out.InvMetricDense = m.diag, m.dense
 	}
 }
 

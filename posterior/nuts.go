@@ -46,7 +46,8 @@ type nuts struct {
 	dim       int
 	rng       *rand.Rand
 	eval      evalFunc
-	invMetric []float64 // diagonal of M⁻¹
+	metric    *metric
+	qStep     []float64 // scratch: M⁻¹p in a leapfrog step
 	eps       float64   // step size
 	maxDepth  int
 	maxDeltaH float64
@@ -83,8 +84,9 @@ func (s *nuts) leapfrog(z *state, eps float64) error {
 	for i := range z.p {
 		z.p[i] += 0.5 * eps * z.grad[i]
 	}
+	s.metric.sharp(s.qStep, z.p)
 	for i := range z.q {
-		z.q[i] += eps * s.invMetric[i] * z.p[i]
+		z.q[i] += eps * s.qStep[i]
 	}
 	if err := s.evaluate(z); err != nil {
 		return err
@@ -100,11 +102,7 @@ func (s *nuts) hamiltonian(z *state) float64 {
 	if math.IsInf(z.logp, -1) {
 		return math.Inf(1)
 	}
-	var k float64
-	for i, p := range z.p {
-		k += s.invMetric[i] * p * p
-	}
-	h := -z.logp + 0.5*k
+	h := -z.logp + 0.5*s.metric.kinetic(z.p)
 	if math.IsNaN(h) {
 		return math.Inf(1)
 	}
@@ -113,17 +111,11 @@ func (s *nuts) hamiltonian(z *state) float64 {
 
 // sampleMomentum draws p ~ normal(0, M).
 func (s *nuts) sampleMomentum(p []float64) {
-	for i := range p {
-		p[i] = s.rng.NormFloat64() / math.Sqrt(s.invMetric[i])
-	}
+	s.metric.momentum(s.rng, p)
 }
 
 // sharp sets dst = M⁻¹p.
-func (s *nuts) sharp(dst, p []float64) {
-	for i := range p {
-		dst[i] = s.invMetric[i] * p[i]
-	}
-}
+func (s *nuts) sharp(dst, p []float64) { s.metric.sharp(dst, p) }
 
 // criterion is the generalized no-U-turn criterion of a (sub)trajectory with summed momentum
 // rho and sharp momenta pMinus, pPlus at its ends: true while it keeps going.

@@ -135,11 +135,11 @@ func TestWindows(t *testing.T) {
 		{100, 75, 50, 25, []int{15 + 75 - 1}}, // reduced to 15 / 75 / 10
 		{19, 75, 50, 25, nil},                 // too short: no metric adaptation
 	} {
-		v := newVarAdapter(1, c.warmup, c.init, c.term, c.base)
-		inv := []float64{1}
+		v := newVarAdapter(1, c.warmup, c.init, c.term, c.base, false)
+		m := unitMetric(1, false)
 		var ends []int
 		for it := range c.warmup {
-			updated, err := v.learn([]float64{float64(it % 7)}, inv)
+			updated, err := v.learn([]float64{float64(it % 7)}, m)
 			require.NoError(t, err)
 			if updated {
 				ends = append(ends, it)
@@ -147,26 +147,41 @@ func TestWindows(t *testing.T) {
 		}
 		assert.Equal(t, c.ends, ends, "warm-up %d, buffers %d/%d, window %d", c.warmup, c.init, c.term, c.base)
 	}
-	// The regularized variance of the first window, 75..99.
-	v := newVarAdapter(1, 1000, 75, 50, 25)
-	inv := []float64{1}
-	var xs []float64
-	for it := range 100 {
-		x := math.Sin(float64(it))
-		if it >= 75 {
-			xs = append(xs, x)
+	// The regularized variance (diagonal) or covariance (dense) of the first window, 75..99.
+	for _, dense := range []bool{false, true} {
+		v := newVarAdapter(2, 1000, 75, 50, 25, dense)
+		m := unitMetric(2, dense)
+		var xs, ys []float64
+		for it := range 100 {
+			x, y := math.Sin(float64(it)), math.Cos(float64(it))+0.5*math.Sin(float64(it))
+			if it >= 75 {
+				xs, ys = append(xs, x), append(ys, y)
+			}
+			_, err := v.learn([]float64{x, y}, m)
+			require.NoError(t, err)
 		}
-		_, err := v.learn([]float64{x}, inv)
-		require.NoError(t, err)
+		cov := func(a, b []float64) float64 {
+			var ma, mb, s float64
+			for i := range a {
+				ma, mb = ma+a[i]/25, mb+b[i]/25
+			}
+			for i := range a {
+				s += (a[i] - ma) * (b[i] - mb)
+			}
+			return 25.0 / 30 * s / 24
+		}
+		reg := 1e-3 * 5 / 30
+		assert.InDelta(t, cov(xs, xs)+reg, m.diag[0], 1e-12)
+		assert.InDelta(t, cov(ys, ys)+reg, m.diag[1], 1e-12)
+		if !dense {
+			assert.Nil(t, m.dense)
+			continue
+		}
+		want := [][]float64{{cov(xs, xs) + reg, cov(xs, ys)}, {cov(xs, ys), cov(ys, ys) + reg}}
+		for i := range want {
+			assert.InDeltaSlice(t, want[i], m.dense[i], 1e-12)
+		}
 	}
-	var mean, ss float64
-	for _, x := range xs {
-		mean += x / 25
-	}
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	assert.InDelta(t, 25.0/30*ss/24+1e-3*5/30, inv[0], 1e-12)
 }
 
 func TestDualAveraging(t *testing.T) {

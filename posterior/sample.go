@@ -41,6 +41,10 @@ type Options struct {
 	// instead (e.g. a maximum-likelihood fit mapped by Box.To).
 	Init func(group, chain int) []float64
 
+	// DenseMetric adapts a dense inverse metric (the draws' covariance, regularized as in
+	// Stan's dense_e) instead of a diagonal one.
+	DenseMetric bool
+
 	// Unsynchronized lets a chain begin its next transition without waiting for the other
 	// chains to finish theirs. The draws are the same; the batches are fuller and fewer.
 	Unsynchronized bool
@@ -87,7 +91,7 @@ func (o Options) resolve() (settings, error) {
 	s := settings{chains: o.Chains, warmup: o.Warmup, draws: o.Draws, seed: o.Seed, maxDepth: o.MaxDepth,
 		maxDeltaH: o.MaxDeltaH, delta: o.TargetAccept, gamma: o.Gamma, kappa: o.Kappa, t0: o.T0,
 		stepSize: o.StepSize, initRadius: o.InitRadius, initBuffer: o.InitBuffer, termBuffer: o.TermBuffer,
-		window: o.Window, init: o.Init, groupSeed: o.GroupSeed, unsynchronized: o.Unsynchronized, progress: o.Progress}
+		window: o.Window, init: o.Init, groupSeed: o.GroupSeed, unsynchronized: o.Unsynchronized, dense: o.DenseMetric, progress: o.Progress}
 	ints := []struct {
 		v    *int
 		def  int

@@ -185,6 +185,21 @@ func TestCLISample(t *testing.T) {
 		assert.Equal(t, []string{"subject", "chain", "draw", "action_cost", "motor_noise", "log_posterior", "divergent",
 			"tree_depth", "step_size"}, cliReadCSV(t, filepath.Join(out, "draws.csv"))[0])
 
+		// Without --init the chains start where climbs of the likelihood end; dispersed as Stan.
+		for _, start := range []string{"optimize", "dispersed"} {
+			out = filepath.Join(tmp, "post-"+start)
+			args := []string{}
+			if start == "dispersed" {
+				args = []string{"--init", "dispersed"}
+			}
+			cliSample(t, data, out, args...)
+			run := cliSummary(t, out)["run"].(map[string]any)
+			assert.Equal(t, start, run["init"])
+			assert.Equal(t, "dense", run["metric"])
+		}
+		assert.NotEqual(t, mustRead(t, filepath.Join(tmp, "post-optimize", "draws.csv")),
+			mustRead(t, filepath.Join(tmp, "post-dispersed", "draws.csv")))
+
 		// With the temperature sampled, the fit (at the task's temperature) has no estimate of it.
 		out = filepath.Join(tmp, "post2")
 		r = cliSample(t, data, out, "--init", fitOut, "--temperature", "fit", "--infer", "action_cost,temperature")
@@ -276,6 +291,8 @@ func TestCLISampleErrors(t *testing.T) {
 		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`}},
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
 		{"--init of another task", []string{"--init", other}, 1, []string{"--init " + other + " holds fits of task pendulum", "not of task linear"}},
+		{"unknown metric", []string{"--metric", "unit"}, 2, []string{`unknown --metric "unit": want dense or diag`}},
+		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs optimize, dispersed or a results file"}},
 		{"--init missing", []string{"--init", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"--init not a results file", []string{"--init", data}, 1, []string{data, "not a results record"}},
 		{"--init without a subject", []string{"--init", one}, 1, []string{"--init " + one + " has no successful fit of subject(s) " + missing}},

@@ -136,6 +136,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		fixed[name] = vals[i]
 	}
+	warnOutsideBox(stderr, spec, "truth", names, vals)
 	linearization, err := parseLinearize(*linearize)
 	if err != nil {
 		return err

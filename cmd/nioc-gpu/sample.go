@@ -21,7 +21,7 @@ func init() {
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--init fit.jsonl] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -31,10 +31,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	draws := fs.Int("draws", 1000, "draws per chain after warm-up")
 	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
 	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
-	initPath := fs.String("init", "", "results `file` of nioc-gpu fit (fit.jsonl) of the same task: start each subject's chains around its estimate (default: over-dispersed)")
+	initPath := fs.String("init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
 	force := fs.Bool("force", false, "replace the outputs in --out")
 	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
+	metric := fs.String("metric", "dense", "the sampler's metric (mass matrix), adapted in warm-up: dense (the draws' covariance, for correlated parameters) or diag (their variances, Stan's default)")
 	targetAccept := fs.Float64("target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
 	var ff figureFlags
 	ff.register(fs)
@@ -55,6 +56,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return usagef("--max-depth must be >= 1, got %d", *maxDepth)
 	case !(*targetAccept > 0 && *targetAccept < 1):
 		return usagef("--target-accept must be in (0, 1), got %g", *targetAccept)
+	case *metric != "dense" && *metric != "diag":
+		return usagef("unknown --metric %q: want dense or diag", *metric)
 	case sf.resume && *force:
 		return usagef("--resume continues the run in --out and --force replaces it: give one")
 	}
@@ -74,7 +77,14 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed,
+	start, fromFit := ioc.Start(*initPath), false
+	if _, err := ioc.ParseStart(*initPath); err != nil {
+		if *initPath == "" {
+			return usagef("--init needs optimize, dispersed or a results file of nioc-gpu fit")
+		}
+		start, fromFit = ioc.StartDispersed, true
+	}
+	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed, Start: start, DenseMetric: *metric == "dense",
 		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
 		MaxBatch: sf.maxBatch, Together: *together})
 	if err != nil {
@@ -106,7 +116,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	names := sampler.Selection().Names()
-	if *initPath != "" {
+	if fromFit {
 		ids := make([]string, len(subjects))
 		for i, s := range subjects {
 			ids[i] = s.ID
@@ -181,7 +191,11 @@ func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subj
 			return
 		}
 		frac := (float64(p.SubjectsDone) + float64(p.Transitions)/float64(max(1, p.Total))) / float64(max(1, p.Subjects))
-		bar.show(frac, fmt.Sprintf("%d/%d subjects  %.0f evals/s  %s", p.SubjectsDone, p.Subjects,
+		phase := ""
+		if p.Climbing {
+			phase = "finding starting points  "
+		}
+		bar.show(frac, fmt.Sprintf("%s%d/%d subjects  %.0f evals/s  %s", phase, p.SubjectsDone, p.Subjects,
 			float64(p.Evaluations)/p.Elapsed.Seconds(), p.Elapsed.Round(time.Second)))
 	})
 	var failed, warned, warnings, written int

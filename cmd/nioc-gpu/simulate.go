@@ -46,6 +46,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnOutsideBox(stderr, spec, "params", spec.ParamNames(), theta)
 	observe, err := tf.observeMode()
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ type Options struct {
 
 	MaxDepth     int     // maximum tree depth; 0 means 10
 	TargetAccept float64 // target acceptance statistic of the step-size adaptation; 0 means 0.8
+	DenseMetric  bool    // adapt a dense metric instead of a diagonal one (posterior.Options)
 
 	Infer []string           // parameters to sample; nil means every one the likelihood depends on
 	Fix   map[string]float64 // parameters held at values in natural units (fit.NewSelection)
@@ -45,6 +46,11 @@ type Options struct {
 	// Init, if set, holds an estimate for every subject to be sampled: its chains then start
 	// around it instead of over-dispersed (see Sampler.Sample).
 	Init map[string]Estimate
+	// Start says where chains start without Init; "" means StartOptimized.
+	Start Start
+	// ClimbIter is the L-BFGS-B iteration limit of StartOptimized's climbs; 0 means
+	// DefaultClimbIter.
+	ClimbIter int
 
 	// MaxBatch bounds rows × trials per graph run; 0 means likelihood.DefaultMaxBatch.
 	MaxBatch int
@@ -65,8 +71,9 @@ type Estimate struct {
 // Progress reports how sampling is going.
 type Progress struct {
 	SubjectsDone, Subjects int
-	Transitions, Total     int // of the subjects being sampled: done and to run, warm-up included
-	Evaluations            int // likelihood evaluations so far (each a value and gradient)
+	Transitions, Total     int  // of the subjects being sampled: done and to run, warm-up included
+	Evaluations            int  // likelihood evaluations so far (each a value and gradient)
+	Climbing               bool // the chains' starting points are being found (StartOptimized)
 	Elapsed                time.Duration
 }
 
@@ -97,6 +104,8 @@ func New(e *likelihood.Evaluator, opts Options) (*Sampler, error) {
 		return nil, fmt.Errorf("--target-accept must be in (0, 1), got %g", opts.TargetAccept)
 	case opts.Together < 0:
 		return nil, fmt.Errorf("--together must be >= 1, got %d", opts.Together)
+	case opts.ClimbIter < 0:
+		return nil, fmt.Errorf("climb iterations must be >= 0, got %d", opts.ClimbIter)
 	case e.Options().ValueOnly:
 		return nil, fmt.Errorf("sampling needs the likelihood's gradient: the evaluator is value-only")
 	}
@@ -108,6 +117,15 @@ func New(e *likelihood.Evaluator, opts Options) (*Sampler, error) {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = likelihood.DefaultMaxBatch
+	}
+	if opts.Start == "" {
+		opts.Start = StartOptimized
+	}
+	if _, err := ParseStart(string(opts.Start)); err != nil {
+		return nil, err
+	}
+	if opts.ClimbIter == 0 {
+		opts.ClimbIter = DefaultClimbIter
 	}
 	sel, err := fit.NewSelection(e, opts.Infer, opts.Fix)
 	if errors.Is(err, fit.ErrNoParameter) {
@@ -194,9 +212,9 @@ type Result struct {
 // do not (they may differ in the last bits where other subjects have more trials, to which
 // its own are padded).
 //
-// Chains start at points drawn uniformly in (−2, 2) on the unconstrained (logit) scale of
-// the box, over-dispersed across most of the box (posterior.Options.InitRadius); with
-// Options.Init, chain c starts at the subject's estimate plus a draw from normal(0, se) of
+// Chains start where short climbs of the likelihood from random points of the box end
+// (StartOptimized, the default), or at points drawn uniformly in (−2, 2) on the
+// unconstrained (logit) scale of the box (StartDispersed); with Options.Init, chain c starts at the subject's estimate plus a draw from normal(0, se) of
 // each parameter in its fitting scale (se its standard error, or 2 % of the box width where
 // unknown; parameters without an estimate start over-dispersed), kept inside the box.
 //
@@ -233,7 +251,27 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 					Total: p.Total, Evaluations: evals + p.Evaluations, Elapsed: time.Since(start)})
 			}
 		}
-		res, err := s.sampleBatch(ctx, batch, trials, together*s.opts.Chains, progress)
+		var inits [][][]float64
+		if s.opts.Init != nil {
+			inits = make([][][]float64, len(batch))
+			for g, sub := range batch {
+				inits[g] = s.initialPoints(sub.ID)
+			}
+		} else if s.opts.Start == StartOptimized {
+			var climbed int
+			var err error
+			inits, climbed, err = s.climb(ctx, batch, func(n int) {
+				if s.opts.Progress != nil {
+					s.opts.Progress(Progress{SubjectsDone: done, Subjects: len(subjects), Evaluations: evals + n,
+						Elapsed: time.Since(start), Climbing: true})
+				}
+			})
+			evals += climbed
+			if err != nil {
+				return err
+			}
+		}
+		res, err := s.sampleBatch(ctx, batch, inits, trials, together*s.opts.Chains, progress)
 		if err != nil {
 			return err
 		}
@@ -252,9 +290,11 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 	return nil
 }
 
-// sampleBatch runs the sampler on the subjects of batch, their trials padded to trials; most
-// is the most points of any batched call of any batch (likelihood.Batching).
-func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
+// sampleBatch runs the sampler on the subjects of batch, their trials padded to trials,
+// subject g's chain c starting at inits[g][c] (unconstrained) or, with inits nil,
+// over-dispersed; most is the most points of any batched call of any batch
+// (likelihood.Batching).
+func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits [][][]float64, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
 	idx := s.sel.Indices()
 	logLik := func(groups []int, x [][]float64) ([]float64, [][]float64, error) {
 		rows := make([][][][]float64, len(x))
@@ -284,13 +324,10 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, trials, 
 		warmup = -1 // none
 	}
 	po := posterior.Options{Chains: s.opts.Chains, Warmup: warmup, Draws: s.opts.Draws,
-		MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept, Progress: progress, Unsynchronized: true,
+		MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept, DenseMetric: s.opts.DenseMetric,
+		Progress: progress, Unsynchronized: true,
 		GroupSeed: func(g int) uint64 { return subjectSeed(s.opts.Seed, batch[g].ID) }}
-	if s.opts.Init != nil {
-		inits := make([][][]float64, len(batch))
-		for g, sub := range batch {
-			inits[g] = s.initialPoints(sub.ID)
-		}
+	if inits != nil {
 		po.Init = func(g, c int) []float64 { return inits[g][c] }
 	}
 	return posterior.Sample(ctx, target, po)

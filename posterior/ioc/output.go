@@ -45,19 +45,24 @@ type Run struct {
 	Seed            uint64             `json:"seed"`
 	MaxDepth        int                `json:"max_depth"`
 	TargetAccept    float64            `json:"target_accept"`
+	Metric          string             `json:"metric"` // "dense" or "diag"
 	Sampled         []string           `json:"sampled"`
 	Held            map[string]float64 `json:"held,omitempty"`   // the other parameters, natural units
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
-	Init            string             `json:"init,omitempty"`   // the fit whose estimates started the chains
+	Init            string             `json:"init,omitempty"`   // where the chains started: optimize, dispersed or a fit's results file
 }
 
-// Run returns what the sampler's runs record, with init the file of Options.Init ("" if none).
+// Run returns what the sampler's runs record, with init where the chains start (the Start or
+// the file of Options.Init).
 func (s *Sampler) Run(init string) Run {
 	o := s.e.Options()
 	r := Run{Task: s.sel.Spec().Name, Method: string(o.Method), Observe: string(o.Observe), Planner: string(o.Planner),
 		Linearize: string(o.Linearize), FirstOrderNoise: o.FirstOrderNoise, Chains: s.opts.Chains, Warmup: s.opts.Warmup,
 		Draws: s.opts.Draws, Seed: s.opts.Seed, MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept,
-		Sampled: s.sel.Names(), Init: init}
+		Sampled: s.sel.Names(), Init: init, Metric: "diag"}
+	if s.opts.DenseMetric {
+		r.Metric = "dense"
+	}
 	r.Temperature = strconv.FormatFloat(o.Temperature, 'g', -1, 64)
 	if o.FitTemperature {
 		r.Temperature = "fit"
