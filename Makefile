@@ -6,12 +6,17 @@ BIN     := bin/nioc-gpu
 DEMO    := out/demo
 TASK    ?= reaching
 
-.PHONY: build test demo bench bench-jax xla-cpu xla-cuda vet clean slurm-check
+.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda vet clean slurm-check
 
 # Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
 # paper's timings. BENCH_ARGS=-fits=false for the quick part only.
 bench:
 	$(GO) run ./bench/table $(BENCH_ARGS)
+
+# Speed of the posterior sampler: effective draws per second per subject, 1 subject alone and
+# 10 together (about an hour on 2 cores). SAMPLE_ARGS=-tasks pendulum for less.
+bench-sample:
+	$(GO) run ./bench/sample $(SAMPLE_ARGS)
 
 # Side by side with the JAX reference (optional; needs Python): REF=/path/to/nioc-neurips checkout,
 # PYTHON=/path/to/venv/bin/python with bench/jaxref/requirements.txt installed.

@@ -44,28 +44,7 @@ func saveStacked(path string, plots []*plot.Plot, heights []vg.Length, width vg.
 
 // saveGrid draws a grid of plots (nil cells stay empty), each cell w×h, into a PNG.
 func saveGrid(path string, plots [][]*plot.Plot, w, h vg.Length) error {
-	rows, cols := len(plots), 0
-	for _, r := range plots {
-		cols = max(cols, len(r))
-	}
-	img := vgimg.NewWith(vgimg.UseWH(w*vg.Length(cols), h*vg.Length(rows)), vgimg.UseDPI(dpi))
-	dc := draw.New(img)
-	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter,
-		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	padded := make([][]*plot.Plot, rows)
-	for i := range plots {
-		padded[i] = make([]*plot.Plot, cols)
-		copy(padded[i], plots[i])
-	}
-	canvases := plot.Align(padded, t, dc)
-	for i := range padded {
-		for j, p := range padded[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
-			}
-		}
-	}
-	return writePNG(path, img)
+	return saveTitled(path, "", plots, w, h)
 }
 
 func writePNG(path string, img *vgimg.Canvas) error {

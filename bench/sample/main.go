@@ -1,0 +1,117 @@
+// Command sample measures the speed of `nioc-gpu sample`: effective draws per second per
+// subject (the smallest bulk ESS over the parameters, Vehtari et al. 2021) for some tasks,
+// sampling 1 subject alone and N subjects together (all their chains in lockstep, one batched
+// likelihood call per leapfrog step), and prints a Markdown table.
+//
+//	go run ./bench/sample [-tasks pendulum,reaching] [-subjects 1,10] [-chains 4] [-warmup 150] [-draws 100] [-metric dense]
+//
+// The subjects are simulated at the task's default parameters (50 trials each); the
+// likelihood uses the task's temperature, as `sample --temperature task` does.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nioc-gpu/nioc-gpu/bench"
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/posterior/ioc"
+)
+
+func main() {
+	tasks := flag.String("tasks", "pendulum,reaching", "tasks to measure")
+	counts := flag.String("subjects", "1,10", "numbers of subjects sampled together")
+	chains := flag.Int("chains", 4, "chains per subject")
+	warmup := flag.Int("warmup", 150, "warm-up iterations per chain")
+	draws := flag.Int("draws", 100, "draws per chain")
+	metric := flag.String("metric", "dense", "dense or diag")
+	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
+	flag.Parse()
+	b, err := graph.NewBackend(*backend)
+	if err != nil {
+		fail(err)
+	}
+	var ns []int
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-subjects: %q is not a count", s))
+		}
+		ns = append(ns, n)
+	}
+	fmt.Printf("# nioc-gpu sample speed\n\nbackend %s, %s/%s, %d CPUs, %s; %d chains × (%d warm-up + %d draws), %s metric, 50 trials a subject\n\n",
+		b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"), *chains, *warmup, *draws, *metric)
+	fmt.Println("| task | subjects together | wall | per subject | min bulk ESS (median over subjects) | ESS/s per subject | leapfrog steps a draw |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	for _, name := range strings.Split(*tasks, ",") {
+		m, err := models.Get(name)
+		if err != nil {
+			fail(err)
+		}
+		ds, err := bench.Dataset(m, b, slices.Max(ns), 50, 1)
+		if err != nil {
+			fail(err)
+		}
+		e, err := likelihood.New(m, b, likelihood.Options{})
+		if err != nil {
+			fail(err)
+		}
+		for _, n := range ns {
+			subjects := make([]fit.Subject, n)
+			for i := range subjects {
+				subjects[i] = fit.Subject{ID: strconv.Itoa(i + 1), Trials: ds[i]}
+			}
+			s, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: 1,
+				DenseMetric: *metric == "dense", Together: n})
+			if err != nil {
+				fail(err)
+			}
+			var ess []float64
+			var steps, nDraws float64
+			t0 := time.Now()
+			err = s.Sample(context.Background(), subjects, func(rs []ioc.Result) error {
+				for _, r := range rs {
+					if r.Err != "" {
+						return fmt.Errorf("subject %s: %s", r.Subject, r.Err)
+					}
+					low := math.Inf(1)
+					for _, sum := range r.Summary {
+						low = math.Min(low, sum.ESSBulk)
+					}
+					ess = append(ess, low)
+					for _, c := range r.Chains {
+						for _, l := range c.NLeapfrog {
+							steps += float64(l)
+							nDraws++
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				fail(err)
+			}
+			wall := time.Since(t0).Seconds()
+			slices.Sort(ess)
+			med := ess[len(ess)/2]
+			fmt.Printf("| %s | %d | %.0f s | %.1f s | %.0f | %.2f | %.1f |\n", name, n, wall, wall/float64(n), med,
+				med/(wall/float64(n)), steps/nDraws)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "sample bench:", err)
+	os.Exit(1)
+}
