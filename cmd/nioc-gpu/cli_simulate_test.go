@@ -176,3 +176,32 @@ func TestCLISimulateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIWarnOutsideBox: simulate --params and eval --truth warn when a value lies outside
+// its search box (a fit cannot recover it), and stay quiet inside it or on a bound.
+func TestCLIWarnOutsideBox(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn string
+	}{
+		{"simulate outside", []string{"simulate", "--task", "linear", "--trials", "2", "--params", "action_cost=50", "--out", filepath.Join(dir, "a.csv")},
+			"warning: --params action_cost=50 lies outside its search box [0.001, 10]"},
+		{"simulate on a bound", []string{"simulate", "--task", "linear", "--trials", "2", "--params", "action_cost=10", "--out", filepath.Join(dir, "b.csv")}, ""},
+		{"simulate defaults outside", []string{"simulate", "--task", "cartpole", "--trials", "1", "--steps", "3", "--out", filepath.Join(dir, "c.csv")},
+			"warning: the task's default motor_noise=0.1 lies outside its search box [0.2, 1.5]"},
+		{"eval truth outside", []string{"eval", "--task", "linear", "--sets", "1", "--trials", "2", "--restarts", "1", "--max-iter", "2", "--methods", "ours",
+			"--truth", "obs_noise=0.001", "--quiet", "--out", filepath.Join(dir, "ev")},
+			"warning: --truth obs_noise=0.001 lies outside its search box [0.01, 2]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cliOK(t, tc.args...)
+			if tc.warn == "" {
+				assert.NotContains(t, r.stderr, "warning:")
+				return
+			}
+			assert.Contains(t, r.stderr, tc.warn)
+		})
+	}
+}

@@ -279,17 +279,21 @@ func paramValues(spec models.Spec, s, flagName string) ([]float64, error) {
 }
 
 // warnOutsideBox prints a warning on w for each value given with --flagName (names, natural
-// units) outside its parameter's search box: data made there cannot be fitted back, since
-// every fit stays inside the box.
+// units; flagName "" for the task's defaults) outside its parameter's search box: data made
+// there cannot be fitted back, since every fit stays inside the box.
 func warnOutsideBox(w io.Writer, spec models.Spec, flagName string, names []string, vals []float64) {
+	what := "the task's default"
+	if flagName != "" {
+		what = "--" + flagName
+	}
 	for i, n := range names {
 		idx := paramIndex(spec, n)
 		if idx < 0 {
 			continue
 		}
 		if p := spec.Params[idx]; vals[i] < p.Lo || vals[i] > p.Hi {
-			fmt.Fprintf(w, "warning: --%s %s=%g lies outside its search box [%g, %g]: a fit cannot recover it (estimates stay in the box)\n",
-				flagName, n, vals[i], p.Lo, p.Hi)
+			fmt.Fprintf(w, "warning: %s %s=%g lies outside its search box [%g, %g]: a fit cannot recover it (estimates stay in the box)\n",
+				what, n, vals[i], p.Lo, p.Hi)
 		}
 	}
 }

@@ -46,7 +46,14 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	warnOutsideBox(stderr, spec, "params", spec.ParamNames(), theta)
+	given, _, _ := parseAssignments(*params, "params") // valid: paramValues parsed it
+	for i, name := range spec.ParamNames() {
+		flagName := ""
+		if slices.Contains(given, name) {
+			flagName = "params"
+		}
+		warnOutsideBox(stderr, spec, flagName, []string{name}, []float64{theta[i]})
+	}
 	observe, err := tf.observeMode()
 	if err != nil {
 		return err

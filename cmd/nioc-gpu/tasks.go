@@ -23,6 +23,7 @@ type taskJSON struct {
 	StateBound  float64     `json:"state_bound"` // the plausible range of state values in data, |x| <= state_bound
 	Controls    []string    `json:"controls"`
 	Steps       int         `json:"steps"`
+	PlanOver    string      `json:"plan_over"` // trial (each trial its own plan) or task (plans over steps)
 	Planner     string      `json:"planner"`
 	Temperature float64     `json:"temperature"`
 	X0          []float64   `json:"x0"`
@@ -67,7 +68,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 	for _, s := range specs {
 		if *asJSON {
 			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, StateBound: s.MaxState(), Controls: s.Controls,
-				Steps: s.Steps, Planner: string(s.Planner), Temperature: s.Temperature, X0: s.X0}
+				Steps: s.Steps, PlanOver: string(s.PlanningHorizon()), Planner: string(s.Planner), Temperature: s.Temperature, X0: s.X0}
 			for _, p := range s.Params {
 				t.Params = append(t.Params, paramJSON{p.Name, p.Default, p.Lo, p.Hi, p.Scale.String(), p.Doc})
 			}
@@ -76,7 +77,11 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s — %s\n", s.Name, s.Description)
 		fmt.Fprintf(stdout, "  states:   %s (values in data within ±%g)\n  controls: %s\n", strings.Join(s.States, ", "), s.MaxState(), strings.Join(s.Controls, ", "))
-		fmt.Fprintf(stdout, "  horizon:  %d steps; planner under partial observability: %s; MCE temperature %g\n", s.Steps, s.Planner, s.Temperature)
+		over := "a trial of another length is a plan of its own length"
+		if s.PlanningHorizon() == models.HorizonTask {
+			over = "the agent always plans over them; a shorter trial is the plan's first steps"
+		}
+		fmt.Fprintf(stdout, "  horizon:  %d steps (%s); planner under partial observability: %s; MCE temperature %g\n", s.Steps, over, s.Planner, s.Temperature)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  parameter\tdefault\tsearch box\tscale\t")
 		for _, p := range s.Params {

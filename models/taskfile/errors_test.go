@@ -64,6 +64,16 @@ func TestStateBound(t *testing.T) {
 	assert.Equal(t, 1e9, task.Spec().MaxState())
 }
 
+// TestPlanOver: plan_over chooses what the agent plans over in trials of other lengths.
+func TestPlanOver(t *testing.T) {
+	task, err := Parse("t.toml", []byte(pointFile))
+	require.NoError(t, err)
+	assert.Equal(t, models.HorizonTrial, task.Spec().PlanningHorizon(), "the default")
+	task, err = Parse("t.toml", []byte(strings.Replace(pointFile, "horizon = 10", "horizon = 10\nplan_over = \"task\"", 1)))
+	require.NoError(t, err)
+	assert.Equal(t, models.HorizonTask, task.Spec().PlanningHorizon())
+}
+
 // TestErrorsNameFileLineColumn: every problem of a task file is an *Error whose message
 // starts with file:line:column, pointing at the key, the value or the character of the
 // expression at fault.
@@ -103,6 +113,7 @@ name = "noise"`, "t.toml:17:1: parameter cost: scale log10 needs bounds > 0"},
 		{"noise beyond its dimension", `noise*v1"`, `noise*v2"`, "t.toml:29:27: there is no motor noise v2: the file declares 1, v1..v1"},
 		{"unknown key", `horizon = 10`, `horizn = 10`, "t.toml:8:1: horizn: unknown field"},
 		{"state_bound not positive", `horizon = 10`, "horizon = 10\nstate_bound = 0", "t.toml:9:15: state_bound must be a finite number > 0"},
+		{"plan_over unknown", `horizon = 10`, "horizon = 10\nplan_over = \"subject\"", `t.toml:9:13: unknown plan_over "subject"`},
 		{"missing key", `horizon = 10`, ``, "t.toml:1:1: missing key horizon"},
 		{"power operator", `"k*square(pos) + square(vel)"`, `"k*pos^2 + square(vel)"`, "t.toml:33:20: operator ^ is not a power"},
 		{"pow with a variable exponent", `"k*square(pos) + square(vel)"`, `"k*pow(pos, vel) + square(vel)"`, "t.toml:33:26: pow needs a constant exponent"},

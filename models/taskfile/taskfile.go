@@ -37,6 +37,7 @@ type schema struct {
 	Planner           string            `toml:"planner"`
 	Temperature       float64           `toml:"temperature"`
 	StateBound        float64           `toml:"state_bound"`
+	PlanOver          string            `toml:"plan_over"`
 	X0                []any             `toml:"x0"`
 	BeliefCov         [][]any           `toml:"belief_cov"`
 	Constants         map[string]any    `toml:"constants"`
@@ -261,6 +262,12 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 			return d.errorf("state_bound", "state_bound must be a finite number > 0 (the largest plausible |x| of a state value in data), got %g", s.StateBound)
 		}
 		spec.StateBound = s.StateBound
+	}
+	if d.has("plan_over") {
+		spec.Horizon = models.Horizon(s.PlanOver)
+		if spec.Horizon != models.HorizonTrial && spec.Horizon != models.HorizonTask {
+			return d.errorf("plan_over", "unknown plan_over %q: use \"trial\" (each trial is a plan of its own length) or \"task\" (plans over horizon steps; trials are their first steps)", s.PlanOver)
+		}
 	}
 	for i, ps := range s.Params {
 		p, err := param(d, fmt.Sprintf("param[%d]", i), ps)
