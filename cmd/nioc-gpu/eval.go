@@ -211,7 +211,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter})
+		// A rerun in the same directory resumes, from the checkpoint of a fit cut short too.
+		fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter, CheckpointEvery: time.Minute})
 		if err != nil {
 			return err
 		}
