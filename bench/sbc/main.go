@@ -10,7 +10,7 @@
 // interval, and the coverage of the Laplace 95 % and 90 % intervals (θ̂ ± z·SE in the fitting
 // scale). See README, "Posterior", for the commands.
 //
-//	go run ./bench/sbc --eval DIR --post POST1,POST2,... [--thin 100]
+//	go run ./bench/sbc --eval DIR --post POST1,POST2,... [--fit FIT.jsonl] [--thin 100]
 package main
 
 import (
@@ -34,18 +34,22 @@ func main() {
 	evalDir := flag.String("eval", "", "directory of nioc-gpu eval (truth.csv, fit-ours.jsonl)")
 	post := flag.String("post", "", "comma-separated output directories of nioc-gpu sample on its data.csv")
 	thin := flag.Int("thin", 100, "posterior draws per set the truth is ranked among, thinned evenly")
+	fits := flag.String("fit", "", "results of nioc-gpu fit on the eval's data.csv whose Laplace intervals to score (default: DIR/fit-ours.jsonl)")
 	flag.Parse()
 	if *evalDir == "" || *post == "" || *thin < 9 {
 		fmt.Fprintln(os.Stderr, "usage: sbc --eval DIR --post DIR,DIR... [--thin L ≥ 9]")
 		os.Exit(2)
 	}
-	if err := run(*evalDir, strings.Split(*post, ","), *thin, os.Stdout); err != nil {
+	if *fits == "" {
+		*fits = filepath.Join(*evalDir, "fit-ours.jsonl")
+	}
+	if err := run(*evalDir, strings.Split(*post, ","), *fits, *thin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sbc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(evalDir string, posts []string, thin int, w io.Writer) error {
+func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) error {
 	names, truth, err := readTable(filepath.Join(evalDir, "truth.csv"), "set")
 	if err != nil {
 		return err
@@ -56,7 +60,7 @@ func run(evalDir string, posts []string, thin int, w io.Writer) error {
 			return err
 		}
 	}
-	fits, err := readFits(filepath.Join(evalDir, "fit-ours.jsonl"))
+	fits, err := readFits(fitPath)
 	if err != nil {
 		return err
 	}
@@ -74,6 +78,10 @@ func run(evalDir string, posts []string, thin int, w io.Writer) error {
 	fmt.Fprintln(w, "| parameter | rank χ² (9 dof) | p | 90 % credible coverage | Laplace 95 % coverage | Laplace 90 % coverage | fits without SE |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for k, name := range names {
+		if len(draws[sets[0]][name]) == 0 {
+			fmt.Fprintf(w, "| %s | not sampled | | | | | |\n", name)
+			continue
+		}
 		var ranks []int
 		var cover90, lap95, lap90, noSE, nFit int
 		for _, s := range sets {
