@@ -28,19 +28,8 @@ func simulateTrials(t testing.TB, m models.Model, observe control.Observe, theta
 	return xs[0]
 }
 
-// testTheta returns the task's defaults in fitting scale (a zero log10 parameter is replaced
-// by a value inside its box).
-func testTheta(spec models.Spec) (natural, scaled []float64) {
-	for _, p := range spec.Params {
-		v := p.Default
-		if p.Scale == models.Log10Scale && v <= 0 {
-			v = math.Sqrt(p.Lo * p.Hi)
-		}
-		natural = append(natural, v)
-		scaled = append(scaled, p.ToScale(v))
-	}
-	return natural, scaled
-}
+// testTheta returns the task's defaults (Spec.ScalableDefaults).
+func testTheta(spec models.Spec) (natural, scaled []float64) { return spec.ScalableDefaults() }
 
 // withTemperature returns testTheta's θ in fitting scale, with a fitted temperature (at 10×
 // the task's, so that its derivative is not taken at a special point) appended when opts fit it.

@@ -177,6 +177,22 @@ func (s Spec) Defaults() []float64 {
 	return v
 }
 
+// ScalableDefaults returns the parameters' defaults in natural units and in their fitting
+// scales, a log10-scale default that has no logarithm (light-dark's light_cost 0) replaced by
+// the geometric mean of its search box: a point where the likelihood and its gradient in the
+// fitting scale are defined.
+func (s Spec) ScalableDefaults() (natural, scaled []float64) {
+	for _, p := range s.Params {
+		v := p.Default
+		if p.Scale == Log10Scale && v <= 0 {
+			v = math.Sqrt(p.Lo * p.Hi)
+		}
+		natural = append(natural, v)
+		scaled = append(scaled, p.ToScale(v))
+	}
+	return natural, scaled
+}
+
 // InitialBeliefCov returns the agent's initial belief covariance (the identity unless the task
 // says otherwise).
 func (s Spec) InitialBeliefCov() [][]float64 {

@@ -130,3 +130,12 @@ func TestReachingEquationOfMotion(t *testing.T) {
 		assert.InDelta(t, x[0]+0.01*x[2], next[0], 1e-15)
 	}
 }
+
+func TestScalableDefaults(t *testing.T) {
+	m, err := Get("lightdark")
+	require.NoError(t, err)
+	natural, scaled := m.Spec().ScalableDefaults()
+	// target_x 0 (linear) stays; light_cost 0 (log10) becomes √(0.01·1); sigma 0.2 stays.
+	assert.Equal(t, []float64{0, 0.1, 0.2}, natural)
+	assert.InDeltaSlice(t, []float64{0, -1, math.Log10(0.2)}, scaled, 1e-15)
+}

@@ -27,18 +27,8 @@ func simulate(t *testing.T, m models.Model, theta []float64, trials int, seed ui
 	return xs[0]
 }
 
-// testTheta returns the task's defaults, with a zero log10 parameter moved into its box.
-func testTheta(spec models.Spec) (natural, scaled []float64) {
-	for _, p := range spec.Params {
-		v := p.Default
-		if p.Scale == models.Log10Scale && v <= 0 {
-			v = math.Sqrt(p.Lo * p.Hi)
-		}
-		natural = append(natural, v)
-		scaled = append(scaled, p.ToScale(v))
-	}
-	return natural, scaled
-}
+// testTheta returns the task's defaults (Spec.ScalableDefaults).
+func testTheta(spec models.Spec) (natural, scaled []float64) { return spec.ScalableDefaults() }
 
 // TestExamplesSimulateAndLoglikLikeBuiltins: each paper task written as a file simulates the
 // same trajectories as the built-in task for the same seed, and gives the same log-likelihood
