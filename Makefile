@@ -14,7 +14,8 @@ bench:
 	$(GO) run ./bench/table $(BENCH_ARGS)
 
 # Speed of the posterior sampler: effective draws per second per subject, 1 subject alone and
-# 10 together (about an hour on 2 cores). SAMPLE_ARGS=-tasks pendulum for less.
+# 10 together (long: one pendulum subject alone took 4-5 minutes on 2 cores, reaching several
+# times that). SAMPLE_ARGS=-tasks pendulum for less.
 bench-sample:
 	$(GO) run ./bench/sample $(SAMPLE_ARGS)
 

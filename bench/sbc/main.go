@@ -28,6 +28,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/nioc-gpu/nioc-gpu/posterior"
 )
 
 func main() {
@@ -91,7 +93,7 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 			}
 			x := truth[s][k]
 			ranks = append(ranks, rank(thinned(d, thin), x))
-			lo, hi := quantile(d, 0.05), quantile(d, 0.95)
+			lo, hi := posterior.Quantile(0.05, [][]float64{d}), posterior.Quantile(0.95, [][]float64{d})
 			if x >= lo && x <= hi {
 				cover90++
 			}
@@ -158,18 +160,6 @@ func uniformity(ranks []int, l, bins int) (chi2, p float64) {
 		chi2 += (count[b] - e) * (count[b] - e) / e
 	}
 	return chi2, distuv.ChiSquared{K: float64(bins - 1)}.Survival(chi2)
-}
-
-// quantile returns the p-quantile of d by linear interpolation between order statistics.
-func quantile(d []float64, p float64) float64 {
-	s := append([]float64(nil), d...)
-	sort.Float64s(s)
-	h := p * float64(len(s)-1)
-	i := int(h)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (h-float64(i))*(s[i+1]-s[i])
 }
 
 // readTable reads a CSV with a key column and numeric columns: the column names and the

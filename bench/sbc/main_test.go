@@ -40,11 +40,8 @@ func TestUniformity(t *testing.T) {
 	assert.InDelta(t, 1, p, 1e-12)
 }
 
-func TestQuantileAndThinning(t *testing.T) {
+func TestThinningAndRank(t *testing.T) {
 	d := []float64{5, 1, 4, 2, 3}
-	assert.Equal(t, 3.0, quantile(d, 0.5))
-	assert.InDelta(t, 1.2, quantile(d, 0.05), 1e-12)
-	assert.Equal(t, 5.0, quantile(d, 1))
 	assert.Equal(t, []float64{5, 1, 2}, thinned(d, 3), "draws 0, 1 and 3 of 5")
 	assert.Equal(t, 2, rank(d, 2.5))
 }

@@ -353,7 +353,7 @@ func (s *Sampler) initialPoints(id string) [][]float64 {
 			w := hi[k] - lo[k]
 			m, ok := est.Scaled[name]
 			if !ok || math.IsNaN(m) || math.IsInf(m, 0) {
-				x[k] = lo[k] + w*sigmoid(2*(2*rng.Float64()-1)) // as posterior's default start
+				x[k] = dispersed(rng, lo[k], hi[k])
 				continue
 			}
 			se := est.StdErr[name]
@@ -368,6 +368,12 @@ func (s *Sampler) initialPoints(id string) [][]float64 {
 }
 
 func sigmoid(y float64) float64 { return 1 / (1 + math.Exp(-y)) }
+
+// dispersed returns a point of [lo, hi] drawn as posterior's default start: uniform in
+// (−2, 2) on the box's logit scale.
+func dispersed(rng *rand.Rand, lo, hi float64) float64 {
+	return lo + (hi-lo)*sigmoid(2*(2*rng.Float64()-1))
+}
 
 // result summarizes the chains of one subject and lists its warnings.
 func (s *Sampler) result(sub fit.Subject, chains []posterior.Chain) Result {

@@ -81,7 +81,7 @@ func (s *Sampler) climb(ctx context.Context, batch []fit.Subject, progress func(
 					// Optima often lie on a bound, at infinity on the unconstrained scale.
 					x[k] = math.Min(math.Max(r.Ends[c][k], lo[k]+1e-3*w), hi[k]-1e-3*w)
 				} else {
-					x[k] = lo[k] + w*sigmoid(2*(2*rng.Float64()-1))
+					x[k] = dispersed(rng, lo[k], hi[k])
 				}
 			}
 			pts[g][c] = s.box.To(x)
