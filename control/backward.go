@@ -157,6 +157,15 @@ type partialValue struct {
 	sx, sb      graph.Vec
 }
 
+// shifted returns the value function taken at x + d and b + d: a state and a belief that both
+// land d away from where the linearization expects them (Linearized.Gaps). Its quadratic
+// terms are unchanged, its linear ones gain s_x += (S_x + S_xb)·d, s_b += (S_b + S_xbᵀ)·d.
+func (v partialValue) shifted(d graph.Vec) partialValue {
+	v.sx = graph.VecAdd(v.sx, graph.MatVec(graph.MatAdd(v.Sx, v.Sxb), d))
+	v.sb = graph.VecAdd(v.sb, graph.MatVec(graph.MatAdd(v.Sb, graph.T(v.Sxb)), d))
+	return v
+}
+
 // backwardPartialStep is one step of BackwardPassPartial: the gains at the step of p with
 // filter gain K, and the value function before it.
 func backwardPartialStep(p *Point, K graph.Mat, v partialValue, eps float64) (L graph.Mat, l graph.Vec, Ht graph.Mat, next partialValue) {

@@ -89,14 +89,15 @@ func (s linearSystem) kalman(T int, P0 *mat.Dense) []*mat.Dense {
 
 // exactLogLik returns log p(x_1..x_T | x_0) of the joint linear-Gaussian system of state x and
 // belief mean b, computed by writing every (x_t, b_t) as an affine function of all the
-// Gaussian variables (b_0's deviation and each step's state, observation and policy noise)
-// and evaluating the dense Gaussian density of the stacked x_1..x_T.
-func (s linearSystem) exactLogLik(X [][]float64, temperature float64) float64 {
-	return s.exactLogLikOver(X, temperature, len(X)-1)
+// Gaussian variables (b_0's deviation, with variance prior in each coordinate, and each step's
+// state, observation and policy noise) and evaluating the dense Gaussian density of the
+// stacked x_1..x_T.
+func (s linearSystem) exactLogLik(X [][]float64, temperature, prior float64) float64 {
+	return s.exactLogLikOver(X, temperature, len(X)-1, prior)
 }
 
 // exactLogLikOver is exactLogLik of an agent that plans over horizon ≥ T steps.
-func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizon int) float64 {
+func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizon int, prior float64) float64 {
 	T := len(X) - 1
 	L, H := s.lqr(horizon)
 	K := s.kalman(horizon, mat.NewDense(2, 2, []float64{1, 0, 0, 1}))
@@ -108,8 +109,8 @@ func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizo
 	}
 	x := affine{mean: X[0], coef: mat.NewDense(2, nE, nil)}
 	b := affine{mean: X[0], coef: mat.NewDense(2, nE, nil)}
-	b.coef.Set(0, 0, 1) // prior covariance I: b_0 = x_0 + e
-	b.coef.Set(1, 1, 1)
+	b.coef.Set(0, 0, math.Sqrt(prior)) // b_0 = x_0 + e, e ~ N(0, prior·I)
+	b.coef.Set(1, 1, math.Sqrt(prior))
 	var means []float64
 	var rows [][]float64
 	for t := range T {
@@ -173,7 +174,10 @@ func scaled(c float64, a mat.Matrix) *mat.Dense {
 }
 
 // TestLinearGaussianExact checks the belief-tracking log-likelihood against the exact marginal
-// likelihood of the linear-Gaussian special case, where the method makes no approximation.
+// likelihood of the linear-Gaussian special case, where the method makes no approximation:
+// with every linearization (at data the backward pass must account for the gaps between the
+// data and the model's prediction, or its plan is wrong) and with the agent's initial belief
+// at x_0 (the default) or spread around it (the reference's prior).
 func TestLinearGaussianExact(t *testing.T) {
 	m, err := models.Get("linear")
 	require.NoError(t, err)
@@ -201,19 +205,26 @@ func TestLinearGaussianExact(t *testing.T) {
 			}
 			trials = append(trials, tr)
 		}
-		opts := Options{Jitter: 1e-13, Temperature: c.temperature, NoPolicyNoise: c.temperature == 0, Linearize: LinearizeILQG}
-		e, err := New(m, b, opts)
-		require.NoError(t, err)
-		d, err := e.Prepare([][][][]float64{trials}, 0)
-		require.NoError(t, err)
 		theta := []float64{math.Log10(c.actionCost), math.Log10(c.motorNoise), math.Log10(c.obsNoise)}
-		ll, _, err := e.Eval(d, [][]float64{theta})
-		require.NoError(t, err)
-		want := 0.0
-		for _, tr := range trials {
-			want += sys.exactLogLik(tr, c.temperature)
+		for _, prior := range []float64{0, 1} {
+			want := 0.0
+			for _, tr := range trials {
+				want += sys.exactLogLik(tr, c.temperature, prior)
+			}
+			for _, lin := range Linearizations {
+				opts := Options{Jitter: 1e-13, Temperature: c.temperature, NoPolicyNoise: c.temperature == 0, Linearize: lin}
+				if prior > 0 {
+					opts.Prior = ReferencePrior(m.Spec())
+				}
+				e, err := New(m, b, opts)
+				require.NoError(t, err)
+				d, err := e.Prepare([][][][]float64{trials}, 0)
+				require.NoError(t, err)
+				ll, _, err := e.Eval(d, [][]float64{theta})
+				require.NoError(t, err)
+				require.InEpsilon(t, want, ll[0], 1e-8, "case %+v, prior %g, %s: graph %v exact %v", c, prior, lin, ll[0], want)
+				t.Logf("case %+v, prior %g, %s: relative error %.2g", c, prior, lin, math.Abs(ll[0]-want)/math.Abs(want))
+			}
 		}
-		require.InEpsilon(t, want, ll[0], 1e-8, "case %+v: graph %v exact %v", c, ll[0], want)
-		t.Logf("case %+v: relative error %.2g", c, math.Abs(ll[0]-want)/math.Abs(want))
 	}
 }

@@ -91,7 +91,12 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	default:
 		Xbar, Ubar = in.Xbar, in.Ubar
 	}
-	lin := control.LinearizeFlow(f, s, theta, Xbar, Ubar)
+	var lin *control.Linearized
+	if o.Linearize == LinearizeILQG || o.IgnoreGaps { // a rollout has no gaps
+		lin = control.LinearizeFlow(f, s, theta, Xbar, Ubar)
+	} else {
+		lin = control.LinearizeGapsFlow(f, s, theta, Xbar, Ubar)
+	}
 	lin.Ends = in.ends
 	sigma0 := graph.Flatten(graph.ConstMat(spec.InitialBeliefCov()))
 	kalman := func() []*graph.Value { return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0]) }
@@ -155,7 +160,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			return [][]graph.S{{ll}}
 		}, seqs, append([]*graph.Value{theta}, tau...)...)[0]
 	default:
-		prior := Prior(spec)
+		prior := graph.NewMat(n, n)
 		if o.Prior != nil {
 			prior = graph.ConstMat(o.Prior)
 		}

@@ -67,7 +67,7 @@ func addCov(A, B graph.Mat) graph.Mat {
 //	x' = f(x, u(b), v),   b' = f(b, u(b), 0) + K·(h(x, w) − h(b, 0)),
 //
 // which is linearized at the observed state and the current mean μ of the belief. A Gaussian
-// N(μ, Σ) over the belief, starting at N(x_0, prior), is pushed through it to the joint
+// N(μ, Σ) over the belief, starting at N(x_0, Options.Prior) (by default the point x_0), is pushed through it to the joint
 // Gaussian of (x', b'):
 //
 //	mean = (f(x, u(μ), 0), f(μ, u(μ), 0) + K·(h(x, 0) − h(μ, 0)))
@@ -84,7 +84,7 @@ func addCov(A, B graph.Mat) graph.Mat {
 // log N(x'; mean_x, cov_xx + jitter·I), and conditioning on it gives the next belief
 // distribution. The observation noise enters at the true state x, where it arises; the belief
 // update uses no state noise. It returns log p(x' | x, belief) and the next belief
-// distribution; the recursion starts at N(x_0, prior).
+// distribution.
 func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, jitter float64) (ll graph.S, next Belief) {
 	mu, Sigma := b.Mean, b.Cov
 	u := agent.Control(mu)
@@ -160,6 +160,15 @@ func Baseline(uhat, x graph.Vec, agent *Agent) graph.S {
 	return graph.Sub(graph.Scale(0.5, graph.Sub(logdetPrec, graph.Dot(z, z))), graph.C(0.5*k*log2Pi))
 }
 
-// Prior returns the default distribution over the agent's initial belief mean: centred on the
-// first observed state with identity covariance, as in the reference implementation.
-func Prior(spec models.Spec) graph.Mat { return graph.Eye(len(spec.States)) }
+// ReferencePrior returns the covariance of the agent's initial belief mean around the first
+// observed state that the reference implementation's likelihood assumes: the identity. The
+// default (Options.Prior nil) is 0.
+func ReferencePrior(spec models.Spec) [][]float64 {
+	n := len(spec.States)
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, n)
+		out[i][i] = 1
+	}
+	return out
+}

@@ -161,7 +161,7 @@ func TestVaryingLengthsExact(t *testing.T) {
 	for p, row := range rows {
 		want := 0.0
 		for _, tr := range row {
-			want += sys.exactLogLikOver(tr, temperature, m.Spec().Steps)
+			want += sys.exactLogLikOver(tr, temperature, m.Spec().Steps, 0)
 		}
 		assert.InEpsilon(t, want, ll[p], 1e-8, "row %d: graph %v exact %v", p, ll[p], want)
 	}

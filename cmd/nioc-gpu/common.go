@@ -27,7 +27,8 @@ type taskFlags struct {
 	task, taskFile                                     string
 	observe, planner, method, linearize, backend, form string
 	temperature                                        temperatureFlag
-	firstOrderNoise                                    bool
+	firstOrderNoise, ignoreGaps                        bool
+	beliefPrior                                        float64
 }
 
 // temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
@@ -65,7 +66,7 @@ func (t *temperatureFlag) Set(s string) error {
 
 // register adds the flags of the agent (--task, --task-file, --observe, --planner) and
 // --backend, and with withMethod those of the likelihood (--method, --linearize,
-// --temperature, --form, --first-order-noise). A command registers only the flags it uses, so
+// --temperature, --form, --first-order-noise, --ignore-gaps, --belief-prior). A command registers only the flags it uses, so
 // that its help lists no others: one that uses a part registers it with registerTask,
 // registerObserve or registerBackend.
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -79,6 +80,8 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
+		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see README)")
+		fs.Float64Var(&tf.beliefPrior, "belief-prior", 0, "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate: 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
 }
 
@@ -152,7 +155,16 @@ func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
 
 // likelihoodOptions returns the likelihood options of the flags.
 func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
-	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise}
+	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps}
+	if b := tf.beliefPrior; b != 0 {
+		if !(b > 0) || math.IsInf(b, 0) {
+			return o, usagef("--belief-prior must be a finite variance >= 0, got %g", b)
+		}
+		o.Prior = likelihood.ReferencePrior(spec)
+		for i := range o.Prior {
+			o.Prior[i][i] = b
+		}
+	}
 	var err error
 	if o.Observe, err = tf.observeMode(); err != nil {
 		return o, err
