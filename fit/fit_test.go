@@ -279,3 +279,48 @@ func TestLightDarkDisentangling(t *testing.T) {
 	assert.NotContains(t, base.Fitted, "sigma", "the baseline has no observation model")
 	assert.Greater(t, base.Params["light_cost"], 5*ours.Params["light_cost"], "the baseline explains the detour by a light preference")
 }
+
+// TestUnbiasedOnSimulatedAgent fits 1000 trials of the linear task's agent (no policy noise),
+// where the likelihood is exact, with every linearization, partially and fully observable:
+// every estimate must lie within 3.5 standard errors of the truth. The paper's conventions
+// (data taken as a rollout of the model, the initial belief spread around x_0) do not pass:
+// with them the control cost lands more than 5 standard errors away.
+func TestUnbiasedOnSimulatedAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits 1000 trials several times")
+	}
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("linear")
+	require.NoError(t, err)
+	spec := m.Spec()
+	theta := [][]float64{spec.Defaults()}
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve(theta, nil)
+	require.NoError(t, err)
+	zScore := func(res Result, name string) float64 {
+		p, _ := spec.Param(name)
+		return (math.Log10(res.Params[name]) - math.Log10(p.Default)) / res.StdErr[name]
+	}
+	for _, observe := range []control.Observe{control.ObservePartial, control.ObserveFull} {
+		xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: observe, Trials: 1000, Seed: 3})
+		require.NoError(t, err)
+		subjects := []Subject{{ID: "s", Trials: xs[0]}}
+		for _, lin := range likelihood.Linearizations {
+			f := newFitter(t, "linear", likelihood.Options{Observe: observe, NoPolicyNoise: true, Linearize: lin}, Options{Restarts: 3, Seed: 1})
+			res := fitAll(t, f, subjects)["s"]
+			require.Empty(t, res.Err)
+			require.NotNil(t, res.StdErr, "%s %s: Hessian not positive definite", observe, lin)
+			for _, name := range res.Fitted {
+				z := zScore(res, name)
+				t.Logf("%s, %s: %s %.4g (z = %.1f)", observe, lin, name, res.Params[name], z)
+				assert.Less(t, math.Abs(z), 3.5, "%s, %s: %s = %g is biased", observe, lin, name, res.Params[name])
+			}
+		}
+		paper := likelihood.Options{Observe: observe, NoPolicyNoise: true, IgnoreGaps: true, Prior: likelihood.ReferencePrior(spec)}
+		res := fitAll(t, newFitter(t, "linear", paper, Options{Restarts: 3, Seed: 1}), subjects)["s"]
+		require.NotNil(t, res.StdErr)
+		assert.Greater(t, math.Abs(zScore(res, "action_cost")), 5.0, "%s: the paper's conventions should be visibly biased here", observe)
+	}
+}
