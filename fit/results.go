@@ -21,13 +21,16 @@ import (
 // Linearize, Seed and MaxIter were added later: in a record written by an earlier version they
 // are absent (zero, Seed nil) and unknown.
 type Run struct {
-	Task      string  `json:"task"`
-	Method    string  `json:"method"`
-	Observe   string  `json:"observe"`
-	Planner   string  `json:"planner,omitempty"`
-	Linearize string  `json:"linearize,omitempty"`
-	Seed      *uint64 `json:"seed,omitempty"`
-	MaxIter   int     `json:"max_iter,omitempty"`
+	Task      string `json:"task"`
+	Method    string `json:"method"`
+	Observe   string `json:"observe"`
+	Planner   string `json:"planner,omitempty"`
+	Linearize string `json:"linearize,omitempty"`
+	// Likelihood lists the likelihood's options that differ from its defaults, as the flags
+	// that set them ("first-order-noise", "ignore-gaps", "belief-prior=1"); empty for none.
+	Likelihood string  `json:"likelihood,omitempty"`
+	Seed       *uint64 `json:"seed,omitempty"`
+	MaxIter    int     `json:"max_iter,omitempty"`
 }
 
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
@@ -175,6 +178,7 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 	diff("observe", rec.Observe, run.Observe)
 	known("planner", rec.Planner, run.Planner)
 	known("linearize", rec.Linearize, run.Linearize)
+	diff("likelihood options", orNone(rec.Likelihood), orNone(run.Likelihood))
 	diff("restarts", strconv.Itoa(rec.Restarts), strconv.Itoa(restarts))
 	if rec.Seed != nil && run.Seed != nil {
 		diff("seed", strconv.FormatUint(*rec.Seed, 10), strconv.FormatUint(*run.Seed, 10))
@@ -190,6 +194,13 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 	}
 	diff("fitted parameters", list(rec.Fitted), list(fitted))
 	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "defaults"
+	}
+	return s
 }
 
 func ptr(v float64) *float64 {

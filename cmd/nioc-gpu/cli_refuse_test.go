@@ -41,6 +41,8 @@ func TestCLIFitResumeOtherSettings(t *testing.T) {
 		{"observe", []string{"--observe", "full"}, []string{"observe: partial in the file, full now"}},
 		{"planner", []string{"--planner", "partial"}, []string{"planner: full in the file, partial now"}},
 		{"linearize", []string{"--linearize", "mean"}, []string{"linearize: data in the file, mean now"}},
+		{"likelihood options", []string{"--ignore-gaps", "--belief-prior", "0.5", "--first-order-noise"},
+			[]string{"likelihood options: defaults in the file, first-order-noise,ignore-gaps,belief-prior=0.5 now"}},
 		{"fitted parameters", []string{"--infer", "action_cost"},
 			[]string{"fitted parameters: action_cost,motor_noise,obs_noise,temperature in the file, action_cost now"}},
 		{"fixed temperature", []string{"--temperature", "task"}, []string{"fitted parameters: ", "in the file, action_cost,motor_noise,obs_noise now"}},
