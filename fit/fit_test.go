@@ -324,3 +324,38 @@ func TestUnbiasedOnSimulatedAgent(t *testing.T) {
 		assert.Greater(t, math.Abs(zScore(res, "action_cost")), 5.0, "%s: the paper's conventions should be visibly biased here", observe)
 	}
 }
+
+// TestSmallMotorNoise: the linear task's motor noise can be as small as 1e-3 per step, a
+// variance of 1e-6, the likelihood's default jitter; the task's own jitter (1e-12) keeps the
+// estimate unbiased at σ = 0.0015, where the default jitter puts it near 0.0011.
+func TestSmallMotorNoise(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("linear")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth := spec.Defaults()
+	truth[1] = 0.0015 // motor_noise
+	theta := [][]float64{truth}
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve(theta, nil)
+	require.NoError(t, err)
+	xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: control.ObservePartial, Trials: 1000, Seed: 4})
+	require.NoError(t, err)
+	subjects := []Subject{{ID: "s", Trials: xs[0]}}
+	for _, c := range []struct {
+		jitter   float64
+		unbiased bool
+	}{{0, true}, {likelihood.DefaultJitter, false}} {
+		res := fitAll(t, newFitter(t, "linear", likelihood.Options{NoPolicyNoise: true, Jitter: c.jitter}, Options{Restarts: 3, Seed: 1}), subjects)["s"]
+		require.NotNil(t, res.StdErr)
+		z := (math.Log10(res.Params["motor_noise"]) - math.Log10(truth[1])) / res.StdErr["motor_noise"]
+		t.Logf("jitter %g: motor_noise %.4g (z = %.1f)", c.jitter, res.Params["motor_noise"], z)
+		if c.unbiased {
+			assert.Less(t, math.Abs(z), 3.5)
+		} else {
+			assert.Less(t, z, -3.5, "the default jitter should visibly bias a noise this small")
+		}
+	}
+}

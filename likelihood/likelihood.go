@@ -74,7 +74,7 @@ type Options struct {
 	// Table 1). Set NoPolicyNoise for none.
 	Temperature   float64
 	NoPolicyNoise bool
-	Jitter        float64 // 0 means DefaultJitter
+	Jitter        float64 // 0 means the task's (models.Spec.Jitter), or DefaultJitter
 	// Prior is the covariance of the agent's initial belief mean around the first observed
 	// state x_0; nil means 0: the belief starts at x_0, as the agents of `simulate` and of the
 	// reference's simulator do. The reference's likelihood uses the identity (ReferencePrior);
@@ -127,6 +127,9 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 	}
 	if o.Form == "auto" {
 		o.Form = FormAuto
+	}
+	if o.Jitter == 0 {
+		o.Jitter = spec.Jitter
 	}
 	if o.Jitter == 0 {
 		o.Jitter = DefaultJitter

@@ -122,6 +122,11 @@ type Spec struct {
 	// have, in the states' units: a data file with a value beyond it (finite but absurd,
 	// such as 1e300 from a unit or export error) is refused. 0 means DefaultStateBound.
 	StateBound float64
+	// Jitter is the variance, in squared state units, that the likelihood adds to the
+	// covariance of each observed step before it factorizes it: a floor under the state noise
+	// it can represent, so a noise whose variance per step comes near it is estimated too
+	// small. 0 means the likelihood's default, 1e-6 (the reference's).
+	Jitter float64
 	// Planner is the agent of the paper for this task under partial observability.
 	Planner Planner
 	// Horizon is what the agent plans over in trials of another length than Steps; ""

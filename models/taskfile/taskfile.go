@@ -37,6 +37,7 @@ type schema struct {
 	Planner           string            `toml:"planner"`
 	Temperature       float64           `toml:"temperature"`
 	StateBound        float64           `toml:"state_bound"`
+	Jitter            float64           `toml:"jitter"`
 	PlanOver          string            `toml:"plan_over"`
 	X0                []any             `toml:"x0"`
 	BeliefCov         [][]any           `toml:"belief_cov"`
@@ -262,6 +263,12 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 			return d.errorf("state_bound", "state_bound must be a finite number > 0 (the largest plausible |x| of a state value in data), got %g", s.StateBound)
 		}
 		spec.StateBound = s.StateBound
+	}
+	if d.has("jitter") {
+		if !(s.Jitter > 0) || math.IsInf(s.Jitter, 0) {
+			return d.errorf("jitter", "jitter must be a finite variance > 0 (added to each step's state covariance), got %g", s.Jitter)
+		}
+		spec.Jitter = s.Jitter
 	}
 	if d.has("plan_over") {
 		spec.Horizon = models.Horizon(s.PlanOver)
