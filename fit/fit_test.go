@@ -17,6 +17,16 @@ import (
 // simulate returns trials of the task's agent at its default parameters.
 func simulate(t testing.TB, name string, observe control.Observe, trials, steps int, seed uint64) [][][]float64 {
 	t.Helper()
+	m, err := models.Get(name)
+	require.NoError(t, err)
+	spec := m.Spec()
+	return simulateAt(t, name, spec.Defaults(), steps, control.SimOptions{Observe: observe, Trials: trials, Seed: seed, Temperature: spec.Temperature})
+}
+
+// simulateAt returns trials of the task's agent at parameters theta (natural units) over
+// steps steps (0: the task's).
+func simulateAt(t testing.TB, name string, theta []float64, steps int, opts control.SimOptions) [][][]float64 {
+	t.Helper()
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
 	m, err := models.Get(name)
@@ -25,12 +35,11 @@ func simulate(t testing.TB, name string, observe control.Observe, trials, steps 
 	if steps == 0 {
 		steps = spec.Steps
 	}
-	theta := [][]float64{spec.Defaults()}
 	sv, err := control.NewSolver(m, steps, b, control.SolverOptions{Planner: spec.Planner})
 	require.NoError(t, err)
-	pol, err := sv.Solve(theta, nil)
+	pol, err := sv.Solve([][]float64{theta}, nil)
 	require.NoError(t, err)
-	xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: observe, Trials: trials, Seed: seed, Temperature: spec.Temperature})
+	xs, err := control.Simulate(m, pol, [][]float64{theta}, b, opts)
 	require.NoError(t, err)
 	return xs[0]
 }
@@ -289,24 +298,15 @@ func TestUnbiasedOnSimulatedAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits 1000 trials several times")
 	}
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
 	m, err := models.Get("linear")
 	require.NoError(t, err)
 	spec := m.Spec()
-	theta := [][]float64{spec.Defaults()}
-	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
-	require.NoError(t, err)
-	pol, err := sv.Solve(theta, nil)
-	require.NoError(t, err)
 	zScore := func(res Result, name string) float64 {
 		p, _ := spec.Param(name)
 		return (math.Log10(res.Params[name]) - math.Log10(p.Default)) / res.StdErr[name]
 	}
 	for _, observe := range []control.Observe{control.ObservePartial, control.ObserveFull} {
-		xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: observe, Trials: 1000, Seed: 3})
-		require.NoError(t, err)
-		subjects := []Subject{{ID: "s", Trials: xs[0]}}
+		subjects := []Subject{{ID: "s", Trials: simulateAt(t, "linear", spec.Defaults(), 0, control.SimOptions{Observe: observe, Trials: 1000, Seed: 3})}}
 		for _, lin := range likelihood.Linearizations {
 			f := newFitter(t, "linear", likelihood.Options{Observe: observe, NoPolicyNoise: true, Linearize: lin}, Options{Restarts: 3, Seed: 1})
 			res := fitAll(t, f, subjects)["s"]
@@ -329,21 +329,11 @@ func TestUnbiasedOnSimulatedAgent(t *testing.T) {
 // variance of 1e-6, the likelihood's default jitter; the task's own jitter (1e-12) keeps the
 // estimate unbiased at σ = 0.0015, where the default jitter puts it near 0.0011.
 func TestSmallMotorNoise(t *testing.T) {
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
 	m, err := models.Get("linear")
 	require.NoError(t, err)
-	spec := m.Spec()
-	truth := spec.Defaults()
+	truth := m.Spec().Defaults()
 	truth[1] = 0.0015 // motor_noise
-	theta := [][]float64{truth}
-	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
-	require.NoError(t, err)
-	pol, err := sv.Solve(theta, nil)
-	require.NoError(t, err)
-	xs, err := control.Simulate(m, pol, theta, b, control.SimOptions{Observe: control.ObservePartial, Trials: 1000, Seed: 4})
-	require.NoError(t, err)
-	subjects := []Subject{{ID: "s", Trials: xs[0]}}
+	subjects := []Subject{{ID: "s", Trials: simulateAt(t, "linear", truth, 0, control.SimOptions{Observe: control.ObservePartial, Trials: 1000, Seed: 4})}}
 	for _, c := range []struct {
 		jitter   float64
 		unbiased bool

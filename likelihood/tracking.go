@@ -163,12 +163,4 @@ func Baseline(uhat, x graph.Vec, agent *Agent) graph.S {
 // ReferencePrior returns the covariance of the agent's initial belief mean around the first
 // observed state that the reference implementation's likelihood assumes: the identity. The
 // default (Options.Prior nil) is 0.
-func ReferencePrior(spec models.Spec) [][]float64 {
-	n := len(spec.States)
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, n)
-		out[i][i] = 1
-	}
-	return out
-}
+func ReferencePrior(spec models.Spec) [][]float64 { return models.Identity(len(spec.States)) }

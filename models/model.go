@@ -204,7 +204,11 @@ func (s Spec) InitialBeliefCov() [][]float64 {
 	if s.BeliefCov != nil {
 		return s.BeliefCov
 	}
-	n := len(s.States)
+	return Identity(len(s.States))
+}
+
+// Identity returns the n×n identity matrix.
+func Identity(n int) [][]float64 {
 	c := make([][]float64, n)
 	for i := range c {
 		c[i] = make([]float64, n)
