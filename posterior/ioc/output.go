@@ -39,6 +39,8 @@ type Run struct {
 	Linearize       string             `json:"linearize"`
 	Temperature     string             `json:"temperature"` // "fit" (sampled) or the value held
 	FirstOrderNoise bool               `json:"first_order_noise,omitempty"`
+	IgnoreGaps      bool               `json:"ignore_gaps,omitempty"`
+	BeliefPrior     float64            `json:"belief_prior,omitempty"` // variance of the initial belief around x_0
 	Chains          int                `json:"chains"`
 	Warmup          int                `json:"warmup"`
 	Draws           int                `json:"draws"`
@@ -62,6 +64,10 @@ func (s *Sampler) Run(init string) Run {
 		Sampled: s.sel.Names(), Init: init, Metric: "diag"}
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
+	}
+	r.IgnoreGaps = o.IgnoreGaps
+	if o.Prior != nil {
+		r.BeliefPrior = o.Prior[0][0]
 	}
 	r.Temperature = strconv.FormatFloat(o.Temperature, 'g', -1, 64)
 	if o.FitTemperature {
