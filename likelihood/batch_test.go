@@ -1,6 +1,7 @@
 package likelihood
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -53,4 +54,41 @@ func TestEvalRows(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Empty(t, ll)
 	assert.Empty(t, grad)
+}
+
+// TestNominalStartsAtCommonInitialState: LinearizeILQG's nominal starts at the trials' mean
+// initial state, which must be exactly their common one: from π + 3e-14 (a plain mean of 500
+// copies of π) the pendulum's iLQG swings up the other way than from π, the way the agent did.
+func TestNominalStartsAtCommonInitialState(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	trial := make([][]float64, spec.Steps+1)
+	for i := range trial {
+		trial[i] = slices.Clone(spec.X0)
+	}
+	trials := make([][][]float64, 500)
+	for i := range trials {
+		trials[i] = trial
+	}
+	e, err := New(m, b, Options{Observe: control.ObserveFull, Linearize: LinearizeILQG, Temperature: spec.Temperature})
+	require.NoError(t, err)
+	d, err := e.Prepare([][][][]float64{trials}, 0)
+	require.NoError(t, err)
+	natural := []float64{0.00356, 0.04353, 0.9851, 0.8356}
+	theta := make([]float64, len(natural))
+	for i, v := range natural {
+		theta[i] = spec.Params[i].ToScale(v)
+	}
+	pol, err := e.Nominal(d, [][]float64{theta})
+	require.NoError(t, err)
+	require.Equal(t, spec.X0[0], pol.Xbar[0], "the nominal starts at the common initial state")
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	want, err := sv.Solve([][]float64{natural}, nil)
+	require.NoError(t, err)
+	T := spec.Steps
+	assert.InDelta(t, want.Xbar[T*2], pol.Xbar[T*2], 1e-9, "same swing-up as the agent from the task's x0")
 }
