@@ -349,3 +349,41 @@ func TestSmallMotorNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestPendulumAngleNoiseAboveJitter: the pendulum's angle carries 1 % of the torque noise, a
+// variance per step far below the default jitter where the torque is small. With the task's
+// jitter (1e-10) 500 fully observable trials of an agent with policy noise and large motor
+// noise give estimates within 3.5 standard errors of the truth; with the default jitter the
+// action cost comes out more than 5 standard errors high.
+func TestPendulumAngleNoiseAboveJitter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits 500 pendulum trials twice")
+	}
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth := []float64{0.00356, 0.04353, 0.9851, 0.8356}
+	trials := simulateAt(t, "pendulum", truth, 0, control.SimOptions{Observe: control.ObserveFull, Trials: 500, Seed: 9, Temperature: spec.Temperature})
+	subjects := []Subject{{ID: "s", Trials: trials}}
+	for _, c := range []struct {
+		jitter   float64
+		unbiased bool
+	}{{0, true}, {likelihood.DefaultJitter, false}} {
+		lopts := likelihood.Options{Observe: control.ObserveFull, Temperature: spec.Temperature, Jitter: c.jitter}
+		res := fitAll(t, newFitter(t, "pendulum", lopts, Options{Restarts: 4, Seed: 1}), subjects)["s"]
+		require.NotNil(t, res.StdErr)
+		for i, p := range spec.Params {
+			if !slices.Contains(res.Fitted, p.Name) {
+				continue
+			}
+			z := (math.Log10(res.Params[p.Name]) - math.Log10(truth[i])) / res.StdErr[p.Name]
+			t.Logf("jitter %g: %s %.4g for %.4g (z = %.1f)", c.jitter, p.Name, res.Params[p.Name], truth[i], z)
+			switch {
+			case c.unbiased:
+				assert.Less(t, math.Abs(z), 3.5, "%s", p.Name)
+			case p.Name == "action_cost":
+				assert.Greater(t, z, 5.0, "the default jitter should visibly bias the action cost here")
+			}
+		}
+	}
+}

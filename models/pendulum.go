@@ -35,6 +35,10 @@ func (Pendulum) Spec() Spec {
 		X0:          []float64{math.Pi, 0},
 		Temperature: 1e-3,
 		Planner:     PlannerFull,
+		// The angle carries 1 % of the torque noise, a variance per step of about
+		// (3e-4·σ_m·u)², below the default jitter of 1e-6 wherever the torque is small: with that
+		// floor the fit put the action cost 12 % high (17 standard errors at 500 trials).
+		Jitter: 1e-10,
 	}
 }
 
