@@ -63,6 +63,15 @@ var Linearizations = []Linearization{LinearizeData, LinearizeMean, LinearizeILQG
 // DefaultJitter is added to covariances before they are factorized, as in the reference.
 const DefaultJitter = 1e-6
 
+// TaskJitter returns the jitter the likelihood uses for a task unless Options.Jitter says
+// otherwise: the task's own (models.Spec.Jitter), or DefaultJitter.
+func TaskJitter(spec models.Spec) float64 {
+	if spec.Jitter > 0 {
+		return spec.Jitter
+	}
+	return DefaultJitter
+}
+
 // Options configure an Evaluator. The zero value means: partial observability, our method,
 // the task's planner and temperature, data-based linearization.
 type Options struct {
@@ -129,10 +138,7 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		o.Form = FormAuto
 	}
 	if o.Jitter == 0 {
-		o.Jitter = spec.Jitter
-	}
-	if o.Jitter == 0 {
-		o.Jitter = DefaultJitter
+		o.Jitter = TaskJitter(spec)
 	}
 	if o.GaussNewtonIters == 0 {
 		o.GaussNewtonIters = DefaultGaussNewtonIters

@@ -149,6 +149,7 @@ func TestCLILoglikErrors(t *testing.T) {
 		{"unknown observe", []string{"--task", "linear", "--data", lin, "--observe", "some"}, 2, []string{`unknown --observe "some"`}},
 		{"unknown planner", []string{"--task", "linear", "--data", lin, "--planner", "none"}, 2, []string{`unknown --planner "none"`}},
 		{"negative belief prior", []string{"--task", "linear", "--data", lin, "--belief-prior", "-1"}, 2, []string{"--belief-prior must be a finite variance >= 0, got -1"}},
+		{"zero jitter", []string{"--task", "linear", "--data", lin, "--jitter", "-1e-6"}, 2, []string{"--jitter must be a finite variance > 0, got -1e-06"}},
 		{"infinite belief prior", []string{"--task", "linear", "--data", lin, "--belief-prior", "inf"}, 2, []string{"--belief-prior must be a finite variance >= 0"}},
 		{"unknown parameter", []string{"--task", "linear", "--data", lin, "--params", "noise=1"}, 2,
 			[]string{`no parameter "noise"`, "action_cost, motor_noise, obs_noise"}},

@@ -28,7 +28,7 @@ type taskFlags struct {
 	observe, planner, method, linearize, backend, form string
 	temperature                                        temperatureFlag
 	firstOrderNoise, ignoreGaps                        bool
-	beliefPrior                                        float64
+	beliefPrior, jitter                                float64
 }
 
 // temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
@@ -66,7 +66,7 @@ func (t *temperatureFlag) Set(s string) error {
 
 // register adds the flags of the agent (--task, --task-file, --observe, --planner) and
 // --backend, and with withMethod those of the likelihood (--method, --linearize,
-// --temperature, --form, --first-order-noise, --ignore-gaps, --belief-prior). A command registers only the flags it uses, so
+// --temperature, --form, --first-order-noise, --ignore-gaps, --belief-prior, --jitter). A command registers only the flags it uses, so
 // that its help lists no others: one that uses a part registers it with registerTask,
 // registerObserve or registerBackend.
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -81,6 +81,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see README)")
+		fs.Float64Var(&tf.jitter, "jitter", 0, "`variance` added to each step's state covariance before it is factorized, a floor under the noise the likelihood represents; default: the task's (1e-6, the reference's, unless the task sets one)")
 		fs.Float64Var(&tf.beliefPrior, "belief-prior", 0, "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate: 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
 }
@@ -164,6 +165,12 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		for i := range o.Prior {
 			o.Prior[i][i] = b
 		}
+	}
+	if j := tf.jitter; j != 0 {
+		if !(j > 0) || math.IsInf(j, 0) {
+			return o, usagef("--jitter must be a finite variance > 0, got %g", j)
+		}
+		o.Jitter = j
 	}
 	var err error
 	if o.Observe, err = tf.observeMode(); err != nil {

@@ -127,18 +127,21 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.Run {
 	fo := fitter.Options()
 	return fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
-		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(opts), Seed: &fo.Seed, MaxIter: fo.MaxIter}
+		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter}
 }
 
 // likelihoodConventions returns the flags that set opts' conventions apart from the defaults
-// (fit.Run.Likelihood), comma-separated.
-func likelihoodConventions(opts likelihood.Options) string {
+// for the task of spec (fit.Run.Likelihood), comma-separated.
+func likelihoodConventions(spec models.Spec, opts likelihood.Options) string {
 	var out []string
 	if opts.FirstOrderNoise {
 		out = append(out, "first-order-noise")
 	}
 	if opts.IgnoreGaps {
 		out = append(out, "ignore-gaps")
+	}
+	if opts.Jitter != likelihood.TaskJitter(spec) {
+		out = append(out, "jitter="+strconv.FormatFloat(opts.Jitter, 'g', -1, 64))
 	}
 	if opts.Prior != nil {
 		out = append(out, "belief-prior="+strconv.FormatFloat(opts.Prior[0][0], 'g', -1, 64))

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -41,6 +42,7 @@ type Run struct {
 	FirstOrderNoise bool               `json:"first_order_noise,omitempty"`
 	IgnoreGaps      bool               `json:"ignore_gaps,omitempty"`
 	BeliefPrior     float64            `json:"belief_prior,omitempty"` // variance of the initial belief around x_0
+	Jitter          float64            `json:"jitter,omitempty"`       // when not the task's
 	Chains          int                `json:"chains"`
 	Warmup          int                `json:"warmup"`
 	Draws           int                `json:"draws"`
@@ -66,6 +68,9 @@ func (s *Sampler) Run(init string) Run {
 		r.Metric = "dense"
 	}
 	r.IgnoreGaps = o.IgnoreGaps
+	if o.Jitter != likelihood.TaskJitter(s.e.Spec()) {
+		r.Jitter = o.Jitter
+	}
 	if o.Prior != nil {
 		r.BeliefPrior = o.Prior[0][0]
 	}
