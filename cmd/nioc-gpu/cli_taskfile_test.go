@@ -96,7 +96,7 @@ func TestCLITaskFile(t *testing.T) {
 			"--task and --task-file are mutually exclusive")
 		bad := cliWriteFile(t, dir, "bad.toml", strings.Replace(string(mustRead(t, pendulum)), `"omega + obs_noise*w3"`, `"omegaa + obs_noise*w3"`, 1))
 		r := cliRun(t, "loglik", "--task-file", bad, "--data", filepath.Join(dir, "none.csv"))
-		cliRequireFail(t, r, 1, bad+":62:4: unknown symbol \"omegaa\" (did you mean \"omega\"?)")
+		cliRequireFail(t, r, 1, bad+":63:4: unknown symbol \"omegaa\" (did you mean \"omega\"?)")
 		cliRequireFail(t, cliRun(t, "tasks", "--task-file", filepath.Join(dir, "missing.toml")), 1, "missing.toml")
 	})
 }
