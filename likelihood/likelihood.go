@@ -87,12 +87,12 @@ type Options struct {
 	// Prior is the covariance of the agent's initial belief mean around the first observed
 	// state x_0; nil means 0: the belief starts at x_0, as the agents of `simulate` and of the
 	// reference's simulator do. The reference's likelihood uses the identity (ReferencePrior);
-	// with it, data from those agents bias the estimates (README, "The agent's initial belief").
+	// with it, data from those agents bias the estimates (README, "Deliberate differences").
 	Prior [][]float64
 	// IgnoreGaps linearizes at data (LinearizeData, LinearizeMean) as if they were a rollout of
 	// the model, as the paper and the reference implementation do: the backward pass then
 	// ignores the gaps f(x_t, u_t, 0) − x_{t+1} (control.Linearized.Gaps), which biases the
-	// estimates (README, "Linearizing at the data"). Off by default.
+	// estimates (README, "Deliberate differences"). Off by default.
 	IgnoreGaps bool
 	// GaussNewtonIters for control estimation of models not affine in u; 0 means default.
 	GaussNewtonIters int
