@@ -177,6 +177,7 @@ func TestCLITasks(t *testing.T) {
 			States  []string  `json:"states"`
 			Steps   int       `json:"steps"`
 			Planner string    `json:"planner"`
+			Jitter  float64   `json:"jitter"`
 			X0      []float64 `json:"x0"`
 			Params  []struct {
 				Name    string  `json:"name"`
@@ -200,6 +201,11 @@ func TestCLITasks(t *testing.T) {
 			assert.Equal(t, spec.States, task.States)
 			assert.Equal(t, spec.Steps, task.Steps)
 			assert.Len(t, task.X0, len(spec.States))
+			want := map[string]float64{"linear": 1e-12, "pendulum": 1e-10}[task.Name]
+			if want == 0 {
+				want = 1e-6
+			}
+			assert.Equal(t, want, task.Jitter, "task %s: the likelihood's jitter", task.Name)
 			require.Len(t, task.Params, len(spec.Params), "task %s", task.Name)
 			for i, p := range spec.Params {
 				assert.Equal(t, p.Name, task.Params[i].Name)
