@@ -67,8 +67,8 @@ func addCov(A, B graph.Mat) graph.Mat {
 //	x' = f(x, u(b), v),   b' = f(b, u(b), 0) + K·(h(x, w) − h(b, 0)),
 //
 // which is linearized at the observed state and the current mean μ of the belief. A Gaussian
-// N(μ, Σ) over the belief, starting at N(x_0, Options.Prior) (by default the point x_0), is pushed through it to the joint
-// Gaussian of (x', b'):
+// N(μ, Σ) over the belief, starting at N(x_0, Options.Prior) (by default the point x_0), is
+// pushed through it to the joint Gaussian of (x', b'):
 //
 //	mean = (f(x, u(μ), 0), f(μ, u(μ), 0) + K·(h(x, 0) − h(μ, 0)))
 //	J_b = [B_x·L; A_μ − K·F_μ + B_μ·L],  J_v = [V_x; 0],  J_w = [0; K·W_x],  J_ξ-noise = [B_x; B_μ]
