@@ -162,3 +162,17 @@ func spreadStep(p *Point, L graph.Mat, mo momentsState) graph.S {
 func spreadFinal(finalQ graph.Mat, mo momentsState) graph.S {
 	return graph.Scale(0.5, traceProd(finalQ, mo.sx()))
 }
+
+// FilterStep is one step of the agent's extended Kalman filter linearized at p (its belief
+// mean and its control): the gain K = A P Fᵀ G⁻¹, G = F P Fᵀ + W Wᵀ, and the next covariance
+// V Vᵀ + extra + A P Aᵀ − K G Kᵀ (extra: state noise beyond V Vᵀ, nil for none).
+func FilterStep(p *Point, P, extra graph.Mat) (K, next graph.Mat) {
+	stateCov := extra
+	if V := p.V(); len(V) > 0 && len(V[0]) > 0 {
+		stateCov = graph.Gram(V)
+		if extra != nil {
+			stateCov = graph.MatAdd(stateCov, extra)
+		}
+	}
+	return kalmanStep(p.A(), p.F(), graph.Gram(p.W()), stateCov, P)
+}

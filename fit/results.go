@@ -27,7 +27,7 @@ type Run struct {
 	Planner   string `json:"planner,omitempty"`
 	Linearize string `json:"linearize,omitempty"`
 	// Likelihood lists the likelihood's options that differ from its defaults, as the flags
-	// that set them ("first-order-noise", "ignore-gaps", "belief-prior=1"); empty for none.
+	// that set them ("first-order-noise", "ignore-gaps", "nominal-filter", "belief-prior=1"); empty for none.
 	Likelihood string  `json:"likelihood,omitempty"`
 	Seed       *uint64 `json:"seed,omitempty"`
 	MaxIter    int     `json:"max_iter,omitempty"`

@@ -97,7 +97,7 @@ func replicate(pol *control.Policy, P int) *control.Policy {
 
 // TestGradientsMatchFiniteDifferences compares the exact gradient from the graph with
 // fourth-order central differences of the log-likelihood for every task, both observabilities, both methods and
-// all linearizations. With LinearizeILQG the nominal trajectory is held at its value at θ,
+// all linearizations, with the agent's filter tracked (default) and nominal. With LinearizeILQG the nominal trajectory is held at its value at θ,
 // which is what the gradient (through the last iteration, App. H.1) differentiates.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
@@ -105,6 +105,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	const steps, trials, h = 12, 3, 1e-4
 	configs := []Options{
 		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData},
+		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeData, NominalFilter: true},
 		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData},
 		{Method: Ours, Observe: control.ObservePartial, Linearize: LinearizeMean},
 		{Method: MCEBaseline, Linearize: LinearizeData},
@@ -129,7 +130,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			if observe == "" {
 				observe = control.ObservePartial
 			}
-			t.Run(fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v", name, opts.Method, observe, opts.Linearize, opts.FitTemperature), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v/nominal-filter=%v", name, opts.Method, observe, opts.Linearize, opts.FitTemperature, opts.NominalFilter), func(t *testing.T) {
 				e, err := New(m, b, opts)
 				require.NoError(t, err)
 				spec := e.Spec()

@@ -36,7 +36,8 @@ type jaxrefCase struct {
 // to 1e-6 relative. It uses the reference's conventions: the first-order linearization in the
 // noises (Options.FirstOrderNoise), data taken as a rollout of the model (Options.IgnoreGaps),
 // the initial belief spread around x_0 with identity covariance (ReferencePrior), its jitter
-// (DefaultJitter) and the fully observable planner's backward pass for every method. Two groups differ on purpose:
+// (DefaultJitter), the filter gains along the linearization (Options.NominalFilter)
+// and the fully observable planner's backward pass for every method. Two groups differ on purpose:
 //
 //   - reaching: the reference's closed-form arm dynamics are not the stated equation of
 //     motion M(θ)θ̈ + C(θ, θ̇) + Bθ̇ = u (Li & Todorov; the issue and models.Reaching): its
@@ -86,7 +87,7 @@ func TestAgreesWithJAXReference(t *testing.T) {
 			for _, tr := range set.Subjects[0].Trials {
 				trials = append(trials, tr.States)
 			}
-			opts := Options{FirstOrderNoise: true, IgnoreGaps: true, Prior: ReferencePrior(spec), Jitter: DefaultJitter, Planner: models.PlannerFull, Temperature: k.temperature, NoPolicyNoise: k.temperature == 0}
+			opts := Options{FirstOrderNoise: true, IgnoreGaps: true, NominalFilter: true, Prior: ReferencePrior(spec), Jitter: DefaultJitter, Planner: models.PlannerFull, Temperature: k.temperature, NoPolicyNoise: k.temperature == 0}
 			switch k.method {
 			case "ours":
 				opts.Observe = control.ObservePartial

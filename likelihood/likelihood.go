@@ -94,6 +94,16 @@ type Options struct {
 	// ignores the gaps f(x_t, u_t, 0) − x_{t+1} (control.Linearized.Gaps), which biases the
 	// estimates (README, "Deliberate differences"). Off by default.
 	IgnoreGaps bool
+	// NominalFilter gives the partially observing agent the Kalman gains of the system
+	// linearized along the linearization trajectory, computed before the forward pass, as the
+	// paper (Sec. 2.4) and the reference implementation's likelihood do. By default the agent's
+	// filter is tracked instead: its covariance is carried through the forward pass and each
+	// step's gain is the EKF's at the tracked mean of the agent's belief and the control its
+	// policy gives there (see BeliefTracking), which is what the extended Kalman filter of an
+	// agent simulated by `simulate` or by the reference's simulator computes. With
+	// signal-dependent noise or a non-linear observation the nominal gains bias the estimates
+	// (README, "Deliberate differences").
+	NominalFilter bool
 	// GaussNewtonIters for control estimation of models not affine in u; 0 means default.
 	GaussNewtonIters int
 	Solver           control.SolverOptions // for LinearizeILQG

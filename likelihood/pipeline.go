@@ -101,11 +101,13 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	sigma0 := graph.Flatten(graph.ConstMat(spec.InitialBeliefCov()))
 	kalman := func() []*graph.Value { return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0]) }
 	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
+	// K are the gains the partially observable planner plans with, and with NominalFilter
+	// those of the agent's filter too; else the forward pass tracks the agent's filter.
 	var gains, K []*graph.Value
 	switch {
 	case o.Method == MCEBaseline || o.Planner == models.PlannerFull:
 		gains = control.BackwardPassFlow(f, lin, o.Solver.Eps)
-		if partialAgent {
+		if partialAgent && o.NominalFilter {
 			K = kalman()
 		}
 	case o.Linearize != LinearizeILQG:
@@ -164,10 +166,21 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		if o.Prior != nil {
 			prior = graph.ConstMat(o.Prior)
 		}
+		// The carry: the belief distribution, the running total and, for a tracked filter,
+		// the agent's filter covariance.
+		tracked := !o.NominalFilter
 		init := f.Map("belief_init", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))}
+			carry := graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))
+			if tracked {
+				carry = graph.Flatten(carry, sigma0)
+			}
+			return [][]graph.S{carry}
 		}, in.X[0])[0]
-		seqs := [][]*graph.Value{in.X[:T], in.X[1:], gains, K, Xbar[:T], Ubar}
+		seqs := [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}
+		if !tracked {
+			seqs = append(seqs, K)
+		}
+		nseq := len(seqs)
 		if in.running != nil {
 			seqs = append(seqs, in.running)
 		}
@@ -175,10 +188,21 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			c := graph.NewUnflattener(carry)
 			b := Belief{Mean: c.Vec(n), Cov: c.Mat(n, n)}
 			total := c.Scalar()
-			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[4], xs[5], xs[3]), b, o.Jitter)
+			var a *Agent
+			var filterCov graph.Mat
+			if tracked {
+				a = agent(ps[1:], xs[2], xs[3], xs[4], nil)
+				a.K, filterCov = TrackedFilter(s, ps[0], a, b, c.Mat(n, n))
+			} else {
+				a = agent(ps[1:], xs[2], xs[3], xs[4], xs[5])
+			}
+			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], a, b, o.Jitter)
 			next = graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll))
-			if len(xs) > 6 { // a trial that has ended keeps its belief and total
-				cond := graph.GreaterThan(xs[6][0], graph.C(0))
+			if tracked {
+				next = graph.Flatten(next, filterCov)
+			}
+			if len(xs) > nseq { // a trial that has ended keeps its belief and total
+				cond := graph.GreaterThan(xs[nseq][0], graph.C(0))
 				for i := range next {
 					next[i] = graph.Select(cond, next[i], carry[i])
 				}
@@ -186,7 +210,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			return next, nil
 		}, init, seqs, append([]*graph.Value{theta}, tau...), false)
 		perStep = []*graph.Value{f.Map("tracking_total", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{{g[0][len(g[0])-1]}}
+			return [][]graph.S{{g[0][n+n*n]}}
 		}, final)[0]}
 	}
 	return f.Map("rows", func(g [][]graph.S) [][]graph.S {

@@ -121,6 +121,28 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	return ll, next
 }
 
+// TrackedFilter is one step of the agent's own extended Kalman filter as the likelihood tracks
+// it (the default; Options.NominalFilter for the paper's gains). The filter is linearized at
+// the mean μ of the distribution b of the agent's belief, under the control the agent's
+// policy gives there, and P is the agent's filter covariance carried from the previous step
+// (starting at the task's initial belief covariance). It returns the gain
+// K = A P Fᵀ (F P Fᵀ + W Wᵀ)⁻¹ and the next covariance
+//
+//	V Vᵀ + Σ_j Cu_j (L Σ Lᵀ + τ H̃⁻¹) Cu_jᵀ + A P Aᵀ − K (F P Fᵀ + W Wᵀ) Kᵀ
+//
+// with A, F, V, W, Cu at (μ, u(μ)), Σ the covariance of b: the agent's control-dependent
+// noise averaged over the control it may have applied, as in BeliefTracking (the second term
+// is dropped with Agent.FirstOrderNoise). An agent's EKF (paper Sec. 2.4; control.Simulate;
+// the reference's simulator) computes its gains at its own belief and control; with
+// signal-dependent noise or a non-linear observation they differ from the gains along any
+// fixed trajectory, and the difference biases the estimates (README, "Deliberate
+// differences").
+func TrackedFilter(s *models.Symbolic, theta graph.Vec, agent *Agent, b Belief, P graph.Mat) (K, next graph.Mat) {
+	p := control.At(s, theta, b.Mean, agent.Control(b.Mean))
+	covU := addCov(graph.Sandwich(agent.L, b.Cov), agent.policyNoise())
+	return control.FilterStep(p, P, agent.productNoiseCov(p.Cu(), covU))
+}
+
 // Belief is a Gaussian N(Mean, Cov) over the agent's belief mean.
 type Belief struct {
 	Mean graph.Vec

@@ -119,14 +119,14 @@ func TestCLIMergeOldRecords(t *testing.T) {
 // TestCLIHelpListsOnlyUsedFlags: a command's help lists the flags it uses and none that it
 // would ignore.
 func TestCLIHelpListsOnlyUsedFlags(t *testing.T) {
-	likelihoodFlags := []string{"method", "linearize", "temperature", "form", "first-order-noise", "ignore-gaps", "belief-prior", "jitter"}
+	likelihoodFlags := []string{"method", "linearize", "temperature", "form", "first-order-noise", "ignore-gaps", "nominal-filter", "belief-prior", "jitter"}
 	subjectFlags := []string{"data", "infer", "fix", "resume", "shard", "quiet", "max-batch"}
 	for _, tc := range []struct {
 		command    string
 		has, lacks []string
 	}{
 		{"simulate", []string{"task", "task-file", "observe", "planner", "backend", "params", "trials", "subjects", "steps", "seed", "temperature", "out", "force"},
-			slices.Concat([]string{"method", "linearize", "form", "first-order-noise", "ignore-gaps", "belief-prior", "jitter"}, subjectFlags, []string{"restarts", "max-iter", "checkpoint-every", "chains"})},
+			slices.Concat([]string{"method", "linearize", "form", "first-order-noise", "ignore-gaps", "nominal-filter", "belief-prior", "jitter"}, subjectFlags, []string{"restarts", "max-iter", "checkpoint-every", "chains"})},
 		{"loglik", slices.Concat([]string{"task", "data", "params", "observe", "planner", "backend"}, likelihoodFlags),
 			[]string{"restarts", "max-iter", "seed", "out", "force", "infer", "fix", "resume", "shard", "quiet", "max-batch", "checkpoint-every", "trials", "subjects", "steps"}},
 		{"grid", slices.Concat([]string{"data", "vary", "n", "truth", "batch", "subject", "out", "force"}, likelihoodFlags),
@@ -136,7 +136,7 @@ func TestCLIHelpListsOnlyUsedFlags(t *testing.T) {
 		{"sample", slices.Concat([]string{"chains", "warmup", "draws", "prior", "init", "force", "seed"}, likelihoodFlags, subjectFlags),
 			[]string{"restarts", "max-iter", "checkpoint-every", "params", "trials"}},
 		{"eval", []string{"sets", "methods", "linearize", "restarts", "max-iter", "observe", "backend", "shard", "quiet", "truth", "out"},
-			[]string{"planner", "method", "form", "first-order-noise", "ignore-gaps", "belief-prior", "jitter", "temperature", "data", "infer", "fix", "resume", "force", "max-batch", "checkpoint-every"}},
+			[]string{"planner", "method", "form", "first-order-noise", "ignore-gaps", "nominal-filter", "belief-prior", "jitter", "temperature", "data", "infer", "fix", "resume", "force", "max-batch", "checkpoint-every"}},
 		{"compare", []string{"task", "task-file", "truth"}, []string{"observe", "planner", "backend", "method", "data", "out"}},
 		{"merge", []string{"out"}, []string{"task", "observe", "backend", "force", "data"}},
 		{"tasks", []string{"json", "task-file"}, []string{"task", "observe", "backend"}},

@@ -27,7 +27,7 @@ type taskFlags struct {
 	task, taskFile                                     string
 	observe, planner, method, linearize, backend, form string
 	temperature                                        temperatureFlag
-	firstOrderNoise, ignoreGaps                        bool
+	firstOrderNoise, ignoreGaps, nominalFilter         bool
 	beliefPrior, jitter                                float64
 }
 
@@ -66,7 +66,8 @@ func (t *temperatureFlag) Set(s string) error {
 
 // register adds the flags of the agent (--task, --task-file, --observe, --planner) and
 // --backend, and with withMethod those of the likelihood (--method, --linearize,
-// --temperature, --form, --first-order-noise, --ignore-gaps, --belief-prior, --jitter). A command registers only the flags it uses, so
+// --temperature, --form, --first-order-noise, --ignore-gaps, --nominal-filter, --belief-prior,
+// --jitter). A command registers only the flags it uses, so
 // that its help lists no others: one that uses a part registers it with registerTask,
 // registerObserve or registerBackend.
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
@@ -81,6 +82,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see README)")
+		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see README)")
 		fs.Float64Var(&tf.jitter, "jitter", 0, "`variance` added to each step's state covariance before it is factorized, a floor under the noise the likelihood represents; default: the task's (1e-6, the reference's, unless the task sets one)")
 		fs.Float64Var(&tf.beliefPrior, "belief-prior", 0, "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate: 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
@@ -156,7 +158,7 @@ func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
 
 // likelihoodOptions returns the likelihood options of the flags.
 func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
-	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps}
+	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps, NominalFilter: tf.nominalFilter}
 	if b := tf.beliefPrior; b != 0 {
 		if !(b > 0) || math.IsInf(b, 0) {
 			return o, usagef("--belief-prior must be a finite variance >= 0, got %g", b)

@@ -140,6 +140,9 @@ func likelihoodConventions(spec models.Spec, opts likelihood.Options) string {
 	if opts.IgnoreGaps {
 		out = append(out, "ignore-gaps")
 	}
+	if opts.NominalFilter {
+		out = append(out, "nominal-filter")
+	}
 	if opts.Jitter != likelihood.TaskJitter(spec) {
 		out = append(out, "jitter="+strconv.FormatFloat(opts.Jitter, 'g', -1, 64))
 	}

@@ -41,6 +41,7 @@ type Run struct {
 	Temperature     string             `json:"temperature"` // "fit" (sampled) or the value held
 	FirstOrderNoise bool               `json:"first_order_noise,omitempty"`
 	IgnoreGaps      bool               `json:"ignore_gaps,omitempty"`
+	NominalFilter   bool               `json:"nominal_filter,omitempty"`
 	BeliefPrior     float64            `json:"belief_prior,omitempty"` // variance of the initial belief around x_0
 	Jitter          float64            `json:"jitter,omitempty"`       // when not the task's
 	Chains          int                `json:"chains"`
@@ -67,7 +68,7 @@ func (s *Sampler) Run(init string) Run {
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
 	}
-	r.IgnoreGaps = o.IgnoreGaps
+	r.IgnoreGaps, r.NominalFilter = o.IgnoreGaps, o.NominalFilter
 	if o.Jitter != likelihood.TaskJitter(s.e.Spec()) {
 		r.Jitter = o.Jitter
 	}
