@@ -75,7 +75,9 @@ func addCov(A, B graph.Mat) graph.Mat {
 //	cov = J_b Σ J_bᵀ + J_v J_vᵀ + J_w J_wᵀ + temperature·[B_x; B_μ] H̃⁻¹ [B_x; B_μ]ᵀ
 //	      + [Σ_j Cu_j (L Σ Lᵀ + temperature·H̃⁻¹) Cu_jᵀ, 0; 0, 0]
 //
-// (A, B, V, F, W the model's Jacobians at the subscripted point; Cu_j = ∂V_j/∂u). The last
+// (A, B, V, F, W the model's Jacobians at the subscripted point; Cu_j = ∂V_j/∂u; K the agent's
+// Kalman gain at this step, from TrackedFilter by default or along the linearization with
+// Options.NominalFilter). The last
 // term is the exact variance of the products of the control-dependent state noise with the
 // random part of the control (belief deviation and policy noise), which the paper's
 // first-order linearization in all noises drops (Agent.FirstOrderNoise restores that). Without
