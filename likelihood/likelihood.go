@@ -99,7 +99,7 @@ type Options struct {
 	// paper (Sec. 2.4) and the reference implementation's likelihood do. By default the agent's
 	// filter is tracked instead: its covariance is carried through the forward pass and each
 	// step's gain is the EKF's at the tracked mean of the agent's belief and the control its
-	// policy gives there (see BeliefTracking), which is what the extended Kalman filter of an
+	// policy gives there (TrackedFilter), which is what the extended Kalman filter of an
 	// agent simulated by `simulate` or by the reference's simulator computes. With
 	// signal-dependent noise or a non-linear observation the nominal gains bias the estimates
 	// (README, "Deliberate differences").
