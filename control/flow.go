@@ -137,12 +137,7 @@ func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.
 	s := lin.s
 	n := len(s.X)
 	_, K := f.Scan("kalman", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
-		p := pointFromFlat(s, xs[0])
-		var VVt graph.Mat
-		if len(p.V()) > 0 && len(p.V()[0]) > 0 {
-			VVt = graph.Gram(p.V())
-		}
-		K, P := kalmanStep(p.A(), p.F(), graph.Gram(p.W()), VVt, graph.NewUnflattener(carry).Mat(n, n))
+		K, P := FilterStep(pointFromFlat(s, xs[0]), graph.NewUnflattener(carry).Mat(n, n), nil)
 		return graph.Flatten(P), graph.Flatten(K)
 	}, init, [][]*graph.Value{lin.Steps}, nil, false)
 	return K
