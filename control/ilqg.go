@@ -33,6 +33,35 @@ type Policy struct {
 	Converged  []bool // [P]
 }
 
+// Repeat returns the solution of a single problem (Problems 1) repeated for n problems, as
+// Solve would return it for n copies of the problem. It panics if p.Problems != 1.
+func (p *Policy) Repeat(n int) *Policy {
+	if p.Problems != 1 {
+		panic(fmt.Sprintf("control: Repeat of a solution of %d problems", p.Problems))
+	}
+	rep := func(a []float64) []float64 {
+		out := make([]float64, 0, len(a)*n)
+		for _, v := range a {
+			for range n {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	q := *p
+	q.Problems = n
+	q.Xbar, q.Ubar, q.Gain, q.Offset, q.Hessian, q.Cost = rep(p.Xbar), rep(p.Ubar), rep(p.Gain), rep(p.Offset), rep(p.Hessian), rep(p.Cost)
+	q.CostTrace = make([][]float64, len(p.CostTrace))
+	for i, c := range p.CostTrace {
+		q.CostTrace[i] = rep(c)
+	}
+	q.Converged = make([]bool, n)
+	for i := range q.Converged {
+		q.Converged[i] = p.Converged[0]
+	}
+	return &q
+}
+
 // SolverOptions configure SolveILQG.
 type SolverOptions struct {
 	Planner    models.Planner // models.PlannerFull (default) or models.PlannerPartial

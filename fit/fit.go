@@ -51,7 +51,20 @@ type Options struct {
 	// the fit.
 	Checkpoint      func(*Checkpoint) error
 	CheckpointEvery time.Duration
+	// Uncertainty says how standard errors are computed: UncertaintyRobust ("" means it) or
+	// UncertaintyHessian (see Result.Uncertainty).
+	Uncertainty string
 }
+
+// The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
+const (
+	// UncertaintyRobust: the sandwich H⁻¹ J H⁻¹ of the Hessian H and the covariance J of the
+	// trials' scores, which holds where the likelihood is only an approximation of the
+	// agent's (the default).
+	UncertaintyRobust = "robust"
+	// UncertaintyHessian: the inverse Hessian, exact only where the likelihood is.
+	UncertaintyHessian = "hessian"
+)
 
 // Progress reports how a fit is going.
 type Progress struct {
@@ -71,18 +84,29 @@ type Progress struct {
 
 // Result is the fit of one subject. Standard errors and intervals are in each parameter's
 // fitting scale (log10 or linear), from the Hessian of the negative log-likelihood at the
-// optimum (Laplace approximation); CI95Natural holds the intervals' ends in natural units.
+// optimum (Laplace approximation), made robust with the spread of the trials' scores unless
+// Uncertainty says otherwise; CI95Natural holds the intervals' ends in natural units.
 type Result struct {
-	Subject        string
-	Params         map[string]float64 // every parameter, natural units (fixed ones included)
-	Fitted         []string           // the fitted parameters, in task order
-	Scaled         map[string]float64 // fitted parameters in their fitting scale
-	LogLik         float64
-	StdErr         map[string]float64    // nil when the Hessian is not positive definite
-	CI95           map[string][2]float64 // θ̂ ± 1.96·SE in fitting scale
-	CI95Natural    map[string][2]float64 // CI95 mapped to natural units (10^x for log10 parameters); absent where 10^x overflows
-	HessianPD      bool
-	AtBound        []string // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
+	Subject     string
+	Params      map[string]float64 // every parameter, natural units (fixed ones included)
+	Fitted      []string           // the fitted parameters, in task order
+	Scaled      map[string]float64 // fitted parameters in their fitting scale
+	LogLik      float64
+	StdErr      map[string]float64    // nil when the Hessian is not positive definite
+	CI95        map[string][2]float64 // θ̂ ± 1.96·SE in fitting scale
+	CI95Natural map[string][2]float64 // CI95 mapped to natural units (10^x for log10 parameters); absent where 10^x overflows
+	HessianPD   bool
+	// Uncertainty says what StdErr and the intervals are: UncertaintyRobust (the sandwich) or
+	// UncertaintyHessian (asked for, or the subject has fewer than MinRobustTrials (10) trials per fitted
+	// parameter); empty when there are none.
+	Uncertainty   string
+	StdErrHessian map[string]float64 // from the inverse Hessian alone, when it is positive definite
+	// Hessian of the negative log-likelihood and ScoreCov, the estimated covariance of the
+	// total score (nil unless Uncertainty is robust), in fitting scale over Fitted at the
+	// optimum. Not written to results files.
+	Hessian        [][]float64 `json:"-"`
+	ScoreCov       [][]float64 `json:"-"`
+	AtBound        []string    // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
 	AIC, BIC       float64
 	RestartsAtBest int
 	Restarts       int
@@ -475,7 +499,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	k := float64(len(f.infer))
 	res.AIC = 2*k - 2*res.LogLik
 	res.BIC = k*math.Log(nObs) - 2*res.LogLik
-	if err := f.laplace(ctx, b, si, bestRes.X, &res); err != nil {
+	if err := f.laplace(ctx, b, si, s, bestRes.X, &res); err != nil {
 		res.Err = err.Error()
 	}
 	res.Seconds = time.Since(start).Seconds()

@@ -394,7 +394,7 @@ func TestPendulumAngleNoiseAboveJitter(t *testing.T) {
 // non-linear in the angle. 500 partially observable trials: with the agent's filter tracked
 // through the forward pass (the default) the fit is unbiased; with the gains along the
 // linearization (NominalFilter, the paper's) the observation noise comes out 10–15 % high
-// (about 20 standard errors).
+// (4.6 robust standard errors; 6 of the Hessian's).
 func TestTrackedFilterUnbiased(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits 500 pendulum trials twice")
@@ -415,7 +415,7 @@ func TestTrackedFilterUnbiased(t *testing.T) {
 			case !nominal:
 				assert.Less(t, math.Abs(z), 3.5, "%s", p.Name)
 			case p.Name == "obs_noise":
-				assert.Greater(t, z, 5.0, "the nominal gains should visibly bias the observation noise here")
+				assert.Greater(t, z, 4.0, "the nominal gains should visibly bias the observation noise here")
 			}
 		}
 	}

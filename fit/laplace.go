@@ -1,20 +1,31 @@
 package fit
 
 // The Laplace approximation at a subject's optimum: standard errors and 95% intervals in
-// fitting scale from the Hessian of the negative log-likelihood.
+// fitting scale from the Hessian of the negative log-likelihood, made robust (sandwich) with
+// the spread of the trials' scores.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
 )
 
-// laplace fills the standard errors and intervals from the Hessian of the negative
+// laplace fills the standard errors and intervals from the Hessian H of the negative
 // log-likelihood in fitting scale, by central differences of exact gradients (all 2p
-// gradients in one batch).
-func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, res *Result) error {
+// gradients in one batch), and, unless Options.Uncertainty is UncertaintyHessian, from the
+// sandwich H⁻¹ J H⁻¹ (Huber 1967; White 1982), J the covariance of the sum of the trials'
+// scores estimated from their spread, N/(N−1)·Σ (s_i − s̄)(s_i − s̄)ᵀ over the N trials.
+// The likelihood is an approximation (a Gaussian belief, products of noises replaced by
+// their variance), and where it is, its curvature overstates the information in the data:
+// on 500 partially observable pendulum trials at (0.00163, 0.00682, 0.203, 6.14) the
+// estimates' spread over 12 simulated data sets was 1.1–1.7 times the Hessian's standard
+// errors and 0.9–1.2 times the sandwich's (README, "Reading the results"). The trials
+// being independent, J measures the information whatever the approximation. With fewer than
+// MinRobustTrials trials per fitted parameter J is too noisy, and the Hessian's are used.
+func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x []float64, res *Result) error {
 	p := len(f.infer)
 	grads := make([][]float64, 2*p)
 	errs := make([]error, 2*p)
@@ -40,6 +51,12 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, r
 	}
 	b.exit()
 	wg.Wait()
+	robust := f.opts.Uncertainty != UncertaintyHessian && len(s.Trials) >= MinRobustTrials*p
+	var scores [][]float64
+	var scoreErr error
+	if robust {
+		_, scores, scoreErr = f.e.TrialScores(s.Trials, f.full(x))
+	}
 	b.enter()
 	res.Evaluations += 2 * p
 	for _, err := range errs {
@@ -65,10 +82,23 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, x []float64, r
 			H[a][c], H[c][a] = m, m
 		}
 	}
+	res.Hessian = H
 	cov, ok := spdInverse(H)
 	res.HessianPD = ok
 	if !ok {
 		return nil
+	}
+	res.StdErrHessian = map[string]float64{}
+	for k, i := range f.infer {
+		res.StdErrHessian[f.spec.Params[i].Name] = math.Sqrt(cov[k][k])
+	}
+	res.Uncertainty = UncertaintyHessian
+	if robust && scoreErr == nil {
+		if J, ok := scoreCov(scores, f.infer); ok {
+			res.ScoreCov = J
+			cov = sandwich(cov, J)
+			res.Uncertainty = UncertaintyRobust
+		}
 	}
 	res.StdErr = map[string]float64{}
 	res.CI95 = map[string][2]float64{}
@@ -102,4 +132,91 @@ func spdInverse(A [][]float64) ([][]float64, bool) {
 		inv[j] = e
 	}
 	return inv, true
+}
+
+// MinRobustTrials is the fewest trials per fitted parameter with which laplace estimates the
+// scores' covariance (the sandwich); below it the Hessian's standard errors are reported.
+const MinRobustTrials = 10
+
+// scoreCov returns N/(N−1)·Σ_i (s_i − s̄)(s_i − s̄)ᵀ over the N trials' scores, restricted
+// to the parameters idx: the estimated covariance of the subject's total score. ok is false
+// when a score is not finite.
+func scoreCov(scores [][]float64, idx []int) (J [][]float64, ok bool) {
+	N, p := float64(len(scores)), len(idx)
+	mean := make([]float64, p)
+	for _, g := range scores {
+		for a, i := range idx {
+			if math.IsNaN(g[i]) || math.IsInf(g[i], 0) {
+				return nil, false
+			}
+			mean[a] += g[i] / N
+		}
+	}
+	J = make([][]float64, p)
+	for a := range J {
+		J[a] = make([]float64, p)
+	}
+	for _, g := range scores {
+		for a, i := range idx {
+			for c, j := range idx {
+				J[a][c] += (g[i] - mean[a]) * (g[j] - mean[c]) * N / (N - 1)
+			}
+		}
+	}
+	return J, true
+}
+
+// sandwich returns A J A for symmetric A and J.
+func sandwich(A, J [][]float64) [][]float64 {
+	p := len(A)
+	AJ := make([][]float64, p)
+	for a := range p {
+		AJ[a] = make([]float64, p)
+		for c := range p {
+			for k := range p {
+				AJ[a][c] += A[a][k] * J[k][c]
+			}
+		}
+	}
+	out := make([][]float64, p)
+	for a := range p {
+		out[a] = make([]float64, p)
+		for c := range p {
+			for k := range p {
+				out[a][c] += AJ[a][k] * A[k][c]
+			}
+		}
+	}
+	return out
+}
+
+// LaplaceAt returns the Laplace approximation of subject s at x, its fitted parameters in
+// fitting scale (Fitted's order), as Fit computes it at the optimum: Result's StdErr,
+// StdErrHessian, CI95, CI95Natural, HessianPD, Uncertainty, Hessian and ScoreCov, with
+// Subject, Fitted, Trials and Scaled set and the other fields zero. x should be a maximum of
+// the likelihood (a fit's estimate); elsewhere the intervals mean little.
+func (f *Fitter) LaplaceAt(ctx context.Context, s Subject, x []float64) (Result, error) {
+	res := Result{Subject: s.ID, Fitted: f.Fitted(), Trials: len(s.Trials), Scaled: map[string]float64{}}
+	if len(x) != len(f.infer) {
+		return res, fmt.Errorf("LaplaceAt: %d values for %d fitted parameters", len(x), len(f.infer))
+	}
+	if len(s.Trials) == 0 {
+		return res, fmt.Errorf("subject %s has no trials", s.ID)
+	}
+	for k, i := range f.infer {
+		res.Scaled[f.spec.Params[i].Name] = x[k]
+	}
+	rows := [][][][]float64{s.Trials}
+	most := 2 * len(f.infer)
+	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
+		return f.evalBatch(rows, len(s.Trials), most, reqs)
+	})
+	stop, served := make(chan struct{}), make(chan struct{})
+	b.enter()
+	go func() { b.run(stop); close(served) }()
+	err := f.laplace(ctx, b, 0, s, x, &res)
+	b.exit()
+	close(stop)
+	<-served
+	return res, err
 }

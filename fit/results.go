@@ -57,6 +57,8 @@ type Record struct {
 	CI95           map[string][2]float64 `json:"ci95_scaled,omitempty"`
 	CI95Natural    map[string][2]float64 `json:"ci95_natural,omitempty"`
 	HessianPD      bool                  `json:"hessian_pd"`
+	Uncertainty    string                `json:"uncertainty,omitempty"` // what StdErr is: "robust" or "hessian" (Result.Uncertainty)
+	StdErrHessian  map[string]float64    `json:"stderr_hessian_scaled,omitempty"`
 	AtBound        []string              `json:"at_bound,omitempty"`
 	AIC            *float64              `json:"aic,omitempty"`
 	BIC            *float64              `json:"bic,omitempty"`
@@ -75,6 +77,7 @@ type Record struct {
 func NewRecord(r Result, run Run, scale map[string]string) Record {
 	rec := Record{Subject: r.Subject, Run: run,
 		Fitted: r.Fitted, StdErr: r.StdErr, CI95: r.CI95, CI95Natural: r.CI95Natural, HessianPD: r.HessianPD, AtBound: r.AtBound,
+		Uncertainty: r.Uncertainty, StdErrHessian: r.StdErrHessian,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
 		Error: r.Err}
@@ -281,7 +284,7 @@ func (w *Writer) Write(r Record) error {
 func (w *Writer) Close() error { return w.f.Close() }
 
 // WriteCSV writes records as a table: subject, task, method, observe, loglik, aic, bic,
-// restarts_at_best, restarts, evaluations, converged, hessian_pd, seconds, trials, error, then
+// restarts_at_best, restarts, evaluations, converged, hessian_pd, uncertainty, seconds, trials, error, then
 // for each parameter p of params:
 //
 //   - p: its estimate in natural units, empty if it was not fitted;
@@ -294,7 +297,7 @@ func WriteCSV(path string, recs []Record, params []string) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	header := []string{"subject", "task", "method", "observe", "loglik", "aic", "bic", "restarts_at_best", "restarts",
-		"evaluations", "converged", "hessian_pd", "seconds", "trials", "error"}
+		"evaluations", "converged", "hessian_pd", "uncertainty", "seconds", "trials", "error"}
 	for _, p := range params {
 		header = append(header, p, p+"_fixed", p+"_scale", p+"_stderr_scaled", p+"_ci95_scaled_lo", p+"_ci95_scaled_hi",
 			p+"_ci95_natural_lo", p+"_ci95_natural_hi")
@@ -309,7 +312,7 @@ func WriteCSV(path string, recs []Record, params []string) error {
 	for _, r := range recs {
 		row := []string{r.Subject, r.Task, r.Method, r.Observe, num(r.LogLik), num(r.AIC), num(r.BIC),
 			strconv.Itoa(r.RestartsAtBest), strconv.Itoa(r.Restarts), strconv.Itoa(r.Evaluations),
-			strconv.FormatBool(r.Converged), strconv.FormatBool(r.HessianPD),
+			strconv.FormatBool(r.Converged), strconv.FormatBool(r.HessianPD), r.Uncertainty,
 			strconv.FormatFloat(r.Seconds, 'g', -1, 64), strconv.Itoa(r.Trials), r.Error}
 		cell := func(x float64, ok bool) string {
 			if !ok {

@@ -8,7 +8,8 @@
 // L draws thinned evenly from the posterior draws, and reports per parameter a chi-square
 // test of uniformity of the ranks over 10 bins, the coverage of the 90 % central credible
 // interval, and the coverage of the Laplace 95 % and 90 % intervals (θ̂ ± z·SE in the fitting
-// scale). See README, "Posterior", for the commands.
+// scale), with fit's standard errors (robust by default) and, where the fits hold them, the
+// inverse Hessian's. See README, "Posterior", for the commands.
 //
 //	go run ./bench/sbc --eval DIR --post POST1,POST2,... [--fit FIT.jsonl] [--thin 100]
 package main
@@ -77,15 +78,15 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 		return fmt.Errorf("no set of %s has posterior draws in %s", evalDir, strings.Join(posts, ", "))
 	}
 	fmt.Fprintf(w, "%d sets with posterior draws; truth ranked among %d thinned draws; 10 bins\n\n", len(sets), thin)
-	fmt.Fprintln(w, "| parameter | rank χ² (9 dof) | p | 90 % credible coverage | Laplace 95 % coverage | Laplace 90 % coverage | fits without SE |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| parameter | rank χ² (9 dof) | p | 90 % credible coverage | Laplace 95 % coverage | Laplace 90 % coverage | Laplace 95 % / 90 %, Hessian SE | fits without SE |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for k, name := range names {
 		if len(draws[sets[0]][name]) == 0 {
-			fmt.Fprintf(w, "| %s | not sampled | | | | | |\n", name)
+			fmt.Fprintf(w, "| %s | not sampled | | | | | | |\n", name)
 			continue
 		}
 		var ranks []int
-		var cover90, lap95, lap90, noSE, nFit int
+		var cover90, lap95, lap90, hess95, hess90, nHess, noSE, nFit int
 		for _, s := range sets {
 			d := draws[s][name]
 			if len(d) < thin {
@@ -117,11 +118,24 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 			if math.Abs(tr-est) <= 1.644854*se {
 				lap90++
 			}
+			if se, ok := f.StdErrHessian[name]; ok && se > 0 {
+				nHess++
+				if math.Abs(tr-est) <= 1.959964*se {
+					hess95++
+				}
+				if math.Abs(tr-est) <= 1.644854*se {
+					hess90++
+				}
+			}
 		}
 		chi2, p := uniformity(ranks, thin, 10)
 		n := float64(len(sets))
-		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.1f %% | %.1f %% | %.1f %% | %d of %d |\n", name, chi2, p,
-			100*float64(cover90)/n, 100*float64(lap95)/float64(max(nFit, 1)), 100*float64(lap90)/float64(max(nFit, 1)), noSE, nFit)
+		hess := "not in the fits"
+		if nHess > 0 {
+			hess = fmt.Sprintf("%.1f %% / %.1f %%", 100*float64(hess95)/float64(nHess), 100*float64(hess90)/float64(nHess))
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.1f %% | %.1f %% | %.1f %% | %s | %d of %d |\n", name, chi2, p,
+			100*float64(cover90)/n, 100*float64(lap95)/float64(max(nFit, 1)), 100*float64(lap90)/float64(max(nFit, 1)), hess, noSE, nFit)
 	}
 	return nil
 }
@@ -239,6 +253,10 @@ type fitRecord struct {
 	Scale   map[string]string  `json:"scale"`
 	StdErr  map[string]float64 `json:"stderr_scaled"` // in the fitting scale of Scale
 	Old     map[string]float64 `json:"stderr"`        // the same, in files written before stderr_scaled
+	// StdErrHessian is the inverse Hessian's standard error; files written before robust
+	// standard errors (no "uncertainty") have only those, as StdErr.
+	StdErrHessian map[string]float64 `json:"stderr_hessian_scaled"`
+	Uncertainty   string             `json:"uncertainty"`
 }
 
 func readFits(path string) (map[string]fitRecord, error) {
@@ -257,6 +275,9 @@ func readFits(path string) (map[string]fitRecord, error) {
 		}
 		if r.StdErr == nil {
 			r.StdErr = r.Old
+		}
+		if r.Uncertainty == "" {
+			r.StdErrHessian = r.StdErr
 		}
 		out[r.Subject] = r
 	}

@@ -57,7 +57,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--uncertainty robust|hessian] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -65,6 +65,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	restarts := fs.Int("restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
+	uncertainty := fs.String("uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used) or hessian (inverse Hessian: exact only where the likelihood is)")
 	every := fs.Duration("checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -83,6 +84,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 1 {
 		return usagef("--max-iter must be >= 1, got %d", *maxIter)
 	}
+	if *uncertainty != fit.UncertaintyRobust && *uncertainty != fit.UncertaintyHessian {
+		return usagef("--uncertainty must be %s or %s, got %q", fit.UncertaintyRobust, fit.UncertaintyHessian, *uncertainty)
+	}
 	if *every < 0 {
 		return usagef("--checkpoint-every must be >= 0 (0 disables checkpoints), got %s", *every)
 	}
@@ -99,7 +103,8 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
-		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: *every})
+		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: *every,
+		Uncertainty: *uncertainty})
 	if err != nil {
 		return usageError{err}
 	}

@@ -21,7 +21,7 @@ func init() {
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer ...] [--fix ...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust curvature|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -32,6 +32,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
 	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
 	initPath := fs.String("init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
+	adjust := fs.String("adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (adjusted around each subject's maximum-likelihood estimate so that its curvature matches the robust (sandwich) covariance of fit; calibrated) or none (as it is: too narrow where the likelihood approximates the agent)")
 	force := fs.Bool("force", false, "replace the outputs in --out")
 	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
@@ -86,7 +87,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	}
 	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed, Start: start, DenseMetric: *metric == "dense",
 		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
-		MaxBatch: sf.maxBatch, Together: *together})
+		MaxBatch: sf.maxBatch, Together: *together, Adjust: *adjust})
 	if err != nil {
 		return usageError{err}
 	}

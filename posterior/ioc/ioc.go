@@ -51,6 +51,10 @@ type Options struct {
 	// ClimbIter is the L-BFGS-B iteration limit of StartOptimized's climbs; 0 means
 	// DefaultClimbIter.
 	ClimbIter int
+	// Adjust is how the likelihood is calibrated before it is sampled: AdjustCurvature ("" means
+	// it) or AdjustNone. The adjustment is centred at the best climb's end or, with Init, at
+	// the subject's estimate; with StartDispersed the climbs are run for it alone.
+	Adjust string
 
 	// MaxBatch bounds rows × trials per graph run; 0 means likelihood.DefaultMaxBatch.
 	MaxBatch int
@@ -124,6 +128,13 @@ func New(e *likelihood.Evaluator, opts Options) (*Sampler, error) {
 	if _, err := ParseStart(string(opts.Start)); err != nil {
 		return nil, err
 	}
+	switch opts.Adjust {
+	case "":
+		opts.Adjust = AdjustCurvature
+	case AdjustCurvature, AdjustNone:
+	default:
+		return nil, fmt.Errorf("unknown adjustment %q: want %s or %s", opts.Adjust, AdjustCurvature, AdjustNone)
+	}
 	if opts.ClimbIter == 0 {
 		opts.ClimbIter = DefaultClimbIter
 	}
@@ -195,14 +206,20 @@ type Result struct {
 	Chains  []posterior.Chain // the subject's chains, draws in the fitting scale (Chain.Scaled)
 	// Summary of each sampled parameter, in the order of Names; nil when Err is set.
 	Summary            []posterior.Summary
-	Divergences        int       // divergent draws over all chains
-	TreeDepthSaturated int       // draws whose trajectory reached the maximum tree depth
-	MaxDepth           int       // the maximum tree depth
-	EBFMI              []float64 // per chain
-	Seconds            float64   // wall time of the sampling run the subject was part of
-	Together           int       // subjects sampled in that run
-	Warnings           []Warning
-	Err                string // why the subject could not be sampled; empty on success
+	Divergences        int // divergent draws over all chains
+	TreeDepthSaturated int // draws whose trajectory reached the maximum tree depth
+	MaxDepth           int // the maximum tree depth
+	// Adjustment says what likelihood was sampled: AdjustCurvature, or AdjustNone, with why
+	// after a colon where the curvature adjustment was asked for but could not be made.
+	Adjustment string
+	// SDRatio is, per sampled parameter, the factor by which the adjustment widened the
+	// likelihood's Laplace standard deviation (the robust over the Hessian's); nil without it.
+	SDRatio  []float64
+	EBFMI    []float64 // per chain
+	Seconds  float64   // wall time of the sampling run the subject was part of
+	Together int       // subjects sampled in that run
+	Warnings []Warning
+	Err      string // why the subject could not be sampled; empty on success
 }
 
 // Sample samples the posterior of every subject, Options.Together subjects at a time, and
@@ -252,15 +269,20 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 			}
 		}
 		var inits [][][]float64
+		var fits []fit.Result // the climbs' results, or the Laplace approximation at Init
 		if s.opts.Init != nil {
 			inits = make([][][]float64, len(batch))
 			for g, sub := range batch {
 				inits[g] = s.initialPoints(sub.ID)
 			}
-		} else if s.opts.Start == StartOptimized {
-			var climbed int
-			var err error
-			inits, climbed, err = s.climb(ctx, batch, func(n int) {
+			if s.opts.Adjust == AdjustCurvature {
+				var err error
+				if fits, err = s.laplaceAtInit(ctx, batch); err != nil {
+					return err
+				}
+			}
+		} else if s.opts.Start == StartOptimized || s.opts.Adjust == AdjustCurvature {
+			climbed, climbs, climbFits, err := s.climb(ctx, batch, func(n int) {
 				if s.opts.Progress != nil {
 					s.opts.Progress(Progress{SubjectsDone: done, Subjects: len(subjects), Evaluations: evals + n,
 						Elapsed: time.Since(start), Climbing: true})
@@ -270,8 +292,13 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 			if err != nil {
 				return err
 			}
+			if s.opts.Start == StartOptimized {
+				inits = climbs
+			}
+			fits = climbFits
 		}
-		res, err := s.sampleBatch(ctx, batch, inits, trials, together*s.opts.Chains, progress)
+		adj, notes := s.adjustments(batch, fits)
+		res, err := s.sampleBatch(ctx, batch, inits, adj, trials, together*s.opts.Chains, progress)
 		if err != nil {
 			return err
 		}
@@ -279,7 +306,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 		evals += res.Evaluations
 		out := make([]Result, len(batch))
 		for g, sub := range batch {
-			out[g] = s.result(sub, res.Group(g))
+			out[g] = s.result(sub, res.Group(g), adj[g], notes[g])
 			out[g].Seconds, out[g].Together = seconds, len(batch)
 		}
 		done += len(batch)
@@ -292,15 +319,19 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 
 // sampleBatch runs the sampler on the subjects of batch, their trials padded to trials,
 // subject g's chain c starting at inits[g][c] (unconstrained) or, with inits nil,
-// over-dispersed; most is the most points of any batched call of any batch
+// over-dispersed, and subject g's likelihood adjusted by adj[g] where it is not nil; most is the most points of any batched call of any batch
 // (likelihood.Batching).
-func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits [][][]float64, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
+func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits [][][]float64, adj []*adjustment, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
 	idx := s.sel.Indices()
 	logLik := func(groups []int, x [][]float64) ([]float64, [][]float64, error) {
 		rows := make([][][][]float64, len(x))
 		thetas := make([][]float64, len(x))
 		for i := range x {
-			rows[i], thetas[i] = batch[groups[i]].Trials, s.sel.Full(x[i])
+			at := x[i]
+			if a := adj[groups[i]]; a != nil {
+				at = a.apply(at)
+			}
+			rows[i], thetas[i] = batch[groups[i]].Trials, s.sel.Full(at)
 		}
 		ll, grad, err := s.e.EvalRows(rows, thetas, likelihood.Batching{Trials: trials, MaxBatch: s.opts.MaxBatch, Most: most})
 		if err != nil {
@@ -311,6 +342,9 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits []
 			g[i] = make([]float64, len(idx))
 			for k, j := range idx {
 				g[i][k] = grad[i][j]
+			}
+			if a := adj[groups[i]]; a != nil {
+				g[i] = a.pull(g[i])
 			}
 		}
 		return ll, g, nil
@@ -376,8 +410,14 @@ func dispersed(rng *rand.Rand, lo, hi float64) float64 {
 }
 
 // result summarizes the chains of one subject and lists its warnings.
-func (s *Sampler) result(sub fit.Subject, chains []posterior.Chain) Result {
-	r := Result{Subject: sub.ID, Trials: len(sub.Trials), Names: s.sel.Names(), Chains: chains, MaxDepth: s.opts.MaxDepth}
+func (s *Sampler) result(sub fit.Subject, chains []posterior.Chain, adj *adjustment, note string) Result {
+	r := Result{Subject: sub.ID, Trials: len(sub.Trials), Names: s.sel.Names(), Chains: chains, MaxDepth: s.opts.MaxDepth,
+		Adjustment: AdjustNone}
+	if adj != nil {
+		r.Adjustment, r.SDRatio = AdjustCurvature, adj.sdRatio
+	} else if note != "" {
+		r.Adjustment = AdjustNone + ": " + note
+	}
 	var errs []error
 	for c := range chains {
 		if chains[c].Err != nil {

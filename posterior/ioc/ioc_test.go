@@ -67,6 +67,11 @@ type exactPosterior struct {
 // grid over the box finds where the posterior lives (log density within 40 of its maximum),
 // a fine grid of n points there tabulates it, normalized by the trapezoid rule.
 func quadrature(t *testing.T, e *likelihood.Evaluator, trials [][][]float64, base []float64, k int, lo, hi float64, n int) exactPosterior {
+	return quadratureMapped(t, e, trials, base, k, lo, hi, n, nil)
+}
+
+// quadratureMapped is quadrature of the likelihood at to(x) instead of x (nil: x).
+func quadratureMapped(t *testing.T, e *likelihood.Evaluator, trials [][][]float64, base []float64, k int, lo, hi float64, n int, to func(float64) float64) exactPosterior {
 	t.Helper()
 	eval := func(x []float64) []float64 {
 		rows := make([][][][]float64, len(x))
@@ -74,6 +79,9 @@ func quadrature(t *testing.T, e *likelihood.Evaluator, trials [][][]float64, bas
 		for i, v := range x {
 			th := append([]float64(nil), base...)
 			th[k] = v
+			if to != nil {
+				th[k] = to(v)
+			}
 			rows[i], thetas[i] = trials, th
 		}
 		ll, _, err := e.EvalRows(rows, thetas, likelihood.Batching{})
@@ -148,8 +156,8 @@ func within(t *testing.T, what string, got, want, se, k float64) {
 }
 
 // TestLinearPosteriorAgainstQuadrature samples the posterior of the linear task's action cost
-// (log10 scale, uniform prior on its box, the other parameters fixed at their true values) for
-// two subjects sampled together, and checks its mean, sd and 5/50/95 % quantiles against the
+// (log10 scale, uniform prior on its box, the other parameters fixed at their true values;
+// the likelihood unadjusted) for two subjects sampled together, and checks its mean, sd and 5/50/95 % quantiles against the
 // exact posterior by quadrature of the likelihood, within Monte-Carlo error.
 func TestLinearPosteriorAgainstQuadrature(t *testing.T) {
 	const trials, steps = 8, 10
@@ -159,7 +167,7 @@ func TestLinearPosteriorAgainstQuadrature(t *testing.T) {
 	}
 	e := newEvaluator(t, likelihood.Options{})
 	spec := e.Spec()
-	s, err := New(e, Options{Chains: 4, Warmup: 250, Draws: 250, Seed: 5,
+	s, err := New(e, Options{Chains: 4, Warmup: 250, Draws: 250, Seed: 5, Adjust: AdjustNone,
 		Fix: map[string]float64{"motor_noise": 0.05, "obs_noise": 0.2}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"action_cost"}, s.Selection().Names())

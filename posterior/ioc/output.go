@@ -55,6 +55,7 @@ type Run struct {
 	Held            map[string]float64 `json:"held,omitempty"`   // the other parameters, natural units
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
 	Init            string             `json:"init,omitempty"`   // where the chains started: optimize, dispersed or a fit's results file
+	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature or none (Options.Adjust)
 }
 
 // Run returns what the sampler's runs record, with init where the chains start (the Start or
@@ -64,7 +65,7 @@ func (s *Sampler) Run(init string) Run {
 	r := Run{Task: s.sel.Spec().Name, Method: string(o.Method), Observe: string(o.Observe), Planner: string(o.Planner),
 		Linearize: string(o.Linearize), FirstOrderNoise: o.FirstOrderNoise, Chains: s.opts.Chains, Warmup: s.opts.Warmup,
 		Draws: s.opts.Draws, Seed: s.opts.Seed, MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept,
-		Sampled: s.sel.Names(), Init: init, Metric: "diag"}
+		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.opts.Adjust}
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
 	}
@@ -181,12 +182,16 @@ type SubjectJSON struct {
 	Parameters         map[string]ParamJSON `json:"parameters,omitempty"`
 	Divergences        int                  `json:"divergences"`
 	TreeDepthSaturated int                  `json:"tree_depth_saturated"`
-	EBFMI              []Float              `json:"ebfmi,omitempty"`     // per chain
-	StepSize           []Float              `json:"step_size,omitempty"` // per chain, after warm-up
-	Seconds            float64              `json:"seconds"`             // of the run that sampled it
-	SampledWith        int                  `json:"sampled_with"`        // subjects in that run
-	Warnings           []Warning            `json:"warnings,omitempty"`
-	Error              string               `json:"error,omitempty"`
+	EBFMI              []Float              `json:"ebfmi,omitempty"` // per chain
+	// Adjustment is the likelihood sampled (Result.Adjustment) and AdjustmentSDRatio, per
+	// parameter, the factor by which the curvature adjustment widened it (Result.SDRatio).
+	Adjustment        string           `json:"adjustment"`
+	AdjustmentSDRatio map[string]Float `json:"adjustment_sd_ratio,omitempty"`
+	StepSize          []Float          `json:"step_size,omitempty"` // per chain, after warm-up
+	Seconds           float64          `json:"seconds"`             // of the run that sampled it
+	SampledWith       int              `json:"sampled_with"`        // subjects in that run
+	Warnings          []Warning        `json:"warnings,omitempty"`
+	Error             string           `json:"error,omitempty"`
 }
 
 // SummaryJSON is the content of summary.json.
@@ -375,7 +380,13 @@ func (o *Output) Write(results []Result) error {
 	for _, r := range results {
 		sj := SubjectJSON{Subject: r.Subject, Trials: r.Trials, Divergences: r.Divergences,
 			TreeDepthSaturated: r.TreeDepthSaturated, Seconds: math.Round(r.Seconds*1000) / 1000,
-			SampledWith: r.Together, Warnings: r.Warnings, Error: r.Err}
+			SampledWith: r.Together, Warnings: r.Warnings, Error: r.Err, Adjustment: r.Adjustment}
+		if r.SDRatio != nil {
+			sj.AdjustmentSDRatio = map[string]Float{}
+			for k, name := range r.Names {
+				sj.AdjustmentSDRatio[name] = Float(r.SDRatio[k])
+			}
+		}
 		if len(r.Warnings) > 0 {
 			o.sum.WithWarnings = append(o.sum.WithWarnings, r.Subject)
 		}

@@ -43,18 +43,28 @@ func ParseStart(s string) (Start, error) {
 	return "", fmt.Errorf("unknown start %q: want %s or %s", s, StartOptimized, StartDispersed)
 }
 
-// climb runs StartOptimized's climbs for the subjects of batch, all (subject, chain) pairs
-// batched as fit batches its restarts, and returns each subject's chains' unconstrained
-// initial points and the likelihood evaluations spent. A climb that fails leaves its
-// chain an over-dispersed start; progress is called with the evaluations so far.
-func (s *Sampler) climb(ctx context.Context, batch []fit.Subject, progress func(evals int)) ([][][]float64, int, error) {
+// fitter returns the fitter of the sampled parameters, whose restarts are the climbs.
+func (s *Sampler) fitter() (*fit.Fitter, error) {
 	f, err := fit.New(s.e, fit.Options{Restarts: s.opts.Chains, Seed: s.opts.Seed, MaxIter: s.opts.ClimbIter,
 		Infer: s.sel.Names(), Fix: s.opts.Fix, MaxBatch: s.opts.MaxBatch})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if !slices.Equal(f.Fitted(), s.sel.Names()) {
-		return nil, 0, fmt.Errorf("climb: fitted %v, sampled %v", f.Fitted(), s.sel.Names())
+		return nil, fmt.Errorf("climb: fitted %v, sampled %v", f.Fitted(), s.sel.Names())
+	}
+	return f, nil
+}
+
+// climb runs StartOptimized's climbs for the subjects of batch, all (subject, chain) pairs
+// batched as fit batches its restarts, and returns the likelihood evaluations spent, each
+// subject's chains' unconstrained initial points and the fit of each subject (its best
+// climb, with the Laplace approximation there). A climb that fails leaves its chain an
+// over-dispersed start; progress is called with the evaluations so far.
+func (s *Sampler) climb(ctx context.Context, batch []fit.Subject, progress func(evals int)) (int, [][][]float64, []fit.Result, error) {
+	f, err := s.fitter()
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	evals := 0
 	f.SetProgress(func(p fit.Progress) {
@@ -65,13 +75,15 @@ func (s *Sampler) climb(ctx context.Context, batch []fit.Subject, progress func(
 	})
 	ends := map[string]fit.Result{}
 	if err := f.Fit(ctx, batch, func(r fit.Result) error { ends[r.Subject] = r; return nil }); err != nil {
-		return nil, evals, err
+		return evals, nil, nil, err
 	}
+	fits := make([]fit.Result, len(batch))
 	lo, hi := s.box.Lo(), s.box.Hi()
 	pts := make([][][]float64, len(batch))
 	for g, sub := range batch {
 		rng := rand.New(rand.NewPCG(subjectSeed(s.opts.Seed, sub.ID), 0xc11b))
 		r := ends[sub.ID]
+		fits[g] = r
 		pts[g] = make([][]float64, s.opts.Chains)
 		for c := range pts[g] {
 			x := make([]float64, len(lo))
@@ -87,5 +99,74 @@ func (s *Sampler) climb(ctx context.Context, batch []fit.Subject, progress func(
 			pts[g][c] = s.box.To(x)
 		}
 	}
-	return pts, evals, nil
+	return evals, pts, fits, nil
+}
+
+// laplaceAtInit returns the Laplace approximation of each subject of batch at its estimate
+// in Options.Init (Result.Err set where an estimate lacks a sampled parameter).
+func (s *Sampler) laplaceAtInit(ctx context.Context, batch []fit.Subject) ([]fit.Result, error) {
+	f, err := s.fitter()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fit.Result, len(batch))
+	for g, sub := range batch {
+		est := s.opts.Init[sub.ID]
+		x := make([]float64, 0, len(s.sel.Names()))
+		for _, name := range s.sel.Names() {
+			v, ok := est.Scaled[name]
+			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+				out[g].Err = fmt.Sprintf("the initial estimate has no value of %s", name)
+				break
+			}
+			x = append(x, v)
+		}
+		if out[g].Err != "" {
+			continue
+		}
+		if out[g], err = f.LaplaceAt(ctx, sub, x); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// adjustments returns, for each subject of batch, its likelihood's curvature adjustment from
+// its fit (nil where Options.Adjust is AdjustNone or the fit allows none) and, where one was
+// asked for but cannot be made, why.
+func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjustment, []string) {
+	adj, notes := make([]*adjustment, len(batch)), make([]string, len(batch))
+	if s.opts.Adjust != AdjustCurvature {
+		return adj, notes
+	}
+	names := s.sel.Names()
+	for g := range batch {
+		r := fits[g]
+		switch {
+		case r.Err != "":
+			notes[g] = "no fit to centre it on: " + r.Err
+			continue
+		case r.Hessian == nil || !r.HessianPD:
+			notes[g] = "the Hessian at the best climb's end is not positive definite"
+			continue
+		case r.ScoreCov == nil:
+			notes[g] = fmt.Sprintf("too few trials (%d) to estimate the scores' covariance: %d per sampled parameter are needed", len(batch[g].Trials), fit.MinRobustTrials)
+			continue
+		}
+		center := make([]float64, len(names))
+		for k, name := range names {
+			center[k] = r.Scaled[name]
+		}
+		a, err := newAdjustment(center, r.Hessian, r.ScoreCov)
+		if err != nil {
+			notes[g] = err.Error()
+			continue
+		}
+		a.sdRatio = make([]float64, len(names))
+		for k, name := range names {
+			a.sdRatio[k] = r.StdErr[name] / r.StdErrHessian[name]
+		}
+		adj[g] = a
+	}
+	return adj, notes
 }

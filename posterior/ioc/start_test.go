@@ -26,7 +26,7 @@ func TestClimbStartsAtTheMode(t *testing.T) {
 	require.Equal(t, StartOptimized, s.Options().Start, "the default")
 	lo, hi := s.Selection().Bounds()
 	calls := 0
-	pts, evals, err := s.climb(context.Background(), subjects, func(int) { calls++ })
+	evals, pts, _, err := s.climb(context.Background(), subjects, func(int) { calls++ })
 	require.NoError(t, err)
 	assert.Positive(t, evals)
 	assert.Positive(t, calls)
@@ -45,7 +45,7 @@ func TestClimbStartsAtTheMode(t *testing.T) {
 		for c, u := range pts[g] {
 			assert.InDelta(t, mode, s.box.From(u)[0], 0.05*sd, "subject %s chain %d starts at the mode", sub.ID, c)
 		}
-		alone, _, err := s.climb(context.Background(), subjects[g:g+1], nil)
+		_, alone, _, err := s.climb(context.Background(), subjects[g:g+1], nil)
 		require.NoError(t, err)
 		assert.Equal(t, pts[g], alone[0], "subject %s: its starts do not depend on the other subjects", sub.ID)
 	}

@@ -23,6 +23,7 @@ const (
 	WarnDivergences = "divergences"
 	WarnTreeDepth   = "tree_depth"
 	WarnEBFMI       = "ebfmi"
+	WarnAdjustment  = "adjustment"
 )
 
 // Warning is a sign that a subject's draws may not represent its posterior, with what to do.
@@ -39,6 +40,9 @@ func (s *Sampler) warnings(r Result) []Warning {
 	add := func(param, kind, format string, args ...any) {
 		out = append(out, Warning{Subject: r.Subject, Parameter: param, Kind: kind,
 			Message: fmt.Sprintf("subject %s: ", r.Subject) + fmt.Sprintf(format, args...)})
+	}
+	if note, ok := strings.CutPrefix(r.Adjustment, AdjustNone+": "); ok {
+		add("", WarnAdjustment, "the likelihood was sampled unadjusted (%s); its posterior is likely too narrow (README, \"Calibration\"). Give it more trials, or sample with --adjust none to say so", note)
 	}
 	for k, name := range r.Names {
 		sum := r.Summary[k]

@@ -1,0 +1,173 @@
+package ioc
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/posterior"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+)
+
+// randomSPD returns a random symmetric positive definite p×p matrix.
+func randomSPD(rng *rand.Rand, p int) [][]float64 {
+	A := mat.NewDense(p, p, nil)
+	for i := range p {
+		for j := range p {
+			A.Set(i, j, rng.NormFloat64())
+		}
+	}
+	var S mat.Dense
+	S.Mul(A, A.T())
+	out := denseRows(&S)
+	for i := range p {
+		out[i][i] += 0.5
+	}
+	return out
+}
+
+// TestAdjustmentCurvature: the adjusted log-likelihood ℓ(θ̂ + C(θ − θ̂)) of a quadratic ℓ
+// with curvature H has curvature Cᵀ H C = H J⁻¹ H, the inverse of the sandwich; its maximum
+// stays at θ̂; pull is its gradient (against central differences); matrices that are not
+// positive definite are refused.
+func TestAdjustmentCurvature(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const p = 3
+	H, J := randomSPD(rng, p), randomSPD(rng, p)
+	center := []float64{0.3, -1, 2}
+	a, err := newAdjustment(center, H, J)
+	require.NoError(t, err)
+	var CtHC, JiH, want mat.Dense
+	Hm, Jm := mat.NewDense(p, p, nil), mat.NewDense(p, p, nil)
+	for i := range p {
+		for j := range p {
+			Hm.Set(i, j, H[i][j])
+			Jm.Set(i, j, J[i][j])
+		}
+	}
+	CtHC.Product(a.C.T(), Hm, a.C)
+	require.NoError(t, JiH.Solve(Jm, Hm))
+	want.Mul(Hm, &JiH)
+	assert.True(t, mat.EqualApprox(&CtHC, &want, 1e-9), "Cᵀ H C = H J⁻¹ H:\n%v\n%v", mat.Formatted(&CtHC), mat.Formatted(&want))
+	assert.Equal(t, center, a.apply(center), "the centre maps to itself")
+
+	// ℓ(x) = −½ (x − m)ᵀ H (x − m), m the centre: ℓ∘apply is maximal at the centre, with
+	// gradient pull(∇ℓ).
+	ell := func(x []float64) (float64, []float64) {
+		d := make([]float64, p)
+		for i := range d {
+			d[i] = x[i] - center[i]
+		}
+		g := make([]float64, p)
+		v := 0.0
+		for i := range p {
+			for j := range p {
+				g[i] -= H[i][j] * d[j]
+				v -= 0.5 * d[i] * H[i][j] * d[j]
+			}
+		}
+		return v, g
+	}
+	x := []float64{0.5, -0.7, 1.4}
+	_, g := ell(a.apply(x))
+	got := a.pull(g)
+	const h = 1e-6
+	for k := range p {
+		xp, xm := append([]float64(nil), x...), append([]float64(nil), x...)
+		xp[k] += h
+		xm[k] -= h
+		vp, _ := ell(a.apply(xp))
+		vm, _ := ell(a.apply(xm))
+		assert.InDelta(t, (vp-vm)/(2*h), got[k], 1e-6, "gradient %d", k)
+	}
+
+	notPD := [][]float64{{1, 0, 0}, {0, -1, 0}, {0, 0, 1}}
+	_, err = newAdjustment(center, notPD, J)
+	assert.ErrorContains(t, err, "Hessian")
+	_, err = newAdjustment(center, H, notPD)
+	assert.ErrorContains(t, err, "scores")
+}
+
+// TestAdjustedPosteriorAgainstQuadrature: by default the sampler draws from the curvature-
+// adjusted likelihood around the subject's maximum (the linear task's action cost, 30 trials,
+// the other parameters fixed), with the SD ratio of its fit (1/C in one dimension); the draws
+// of an adjusted likelihood agree with the quadrature of ℓ(θ̂ + C(θ − θ̂)) within Monte-Carlo
+// error (C set to 0.4, far from 1, so that the test sees whether it is applied); with
+// --adjust none the sampler reports none, and with too few trials it warns.
+func TestAdjustedPosteriorAgainstQuadrature(t *testing.T) {
+	sub := fit.Subject{ID: "a", Trials: simulate(t, 30, 10, 7)}
+	e := newEvaluator(t, likelihood.Options{})
+	opts := Options{Chains: 4, Warmup: 30, Draws: 20, Seed: 5, Fix: map[string]float64{"motor_noise": 0.05, "obs_noise": 0.2}}
+	s, err := New(e, opts)
+	require.NoError(t, err)
+	require.Equal(t, AdjustCurvature, s.Options().Adjust, "the default")
+	r := sampleAll(t, s, []fit.Subject{sub})["a"]
+	require.Empty(t, r.Err)
+	require.Equal(t, AdjustCurvature, r.Adjustment)
+	require.Len(t, r.SDRatio, 1)
+	for _, w := range r.Warnings {
+		assert.NotEqual(t, WarnAdjustment, w.Kind)
+	}
+
+	// The same adjustment, from the same climbs.
+	_, _, fits, err := s.climb(context.Background(), []fit.Subject{sub}, nil)
+	require.NoError(t, err)
+	adj, notes := s.adjustments([]fit.Subject{sub}, fits)
+	require.NotNil(t, adj[0], notes[0])
+	assert.InDelta(t, 1/adj[0].C.At(0, 0), r.SDRatio[0], 1e-9)
+	t.Logf("centre %.4f, C %.3f (SD ratio %.3f)", adj[0].center[0], adj[0].C.At(0, 0), r.SDRatio[0])
+
+	// An adjustment far from the identity, sampled and integrated.
+	c, C := adj[0].center[0], 0.4
+	adj[0].C.Set(0, 0, C)
+	long := opts
+	long.Warmup, long.Draws = 250, 250
+	s, err = New(e, long)
+	require.NoError(t, err)
+	res, err := s.sampleBatch(context.Background(), []fit.Subject{sub}, nil, adj, len(sub.Trials), long.Chains, nil)
+	require.NoError(t, err)
+	lo, hi := s.Selection().Bounds()
+	exact := quadratureMapped(t, e, sub.Trials, s.Selection().Full([]float64{0}), 0, lo[0], hi[0], 1201,
+		func(v float64) float64 { return c + C*(v-c) })
+	mean := exact.moment(func(x float64) float64 { return x })
+	sd := math.Sqrt(exact.moment(func(x float64) float64 { return (x - mean) * (x - mean) }))
+	sum, err := posterior.SummarizeChains(res.Group(0))
+	require.NoError(t, err)
+	got := sum[0]
+	t.Logf("adjusted by C = %.1f: exact mean %.4f sd %.4f; sampled %.4f, %.4f; ESS bulk %.0f", C, mean, sd, got.Mean, got.SD, got.ESSBulk)
+	assert.Greater(t, got.ESSBulk, 200.0)
+	within(t, "mean", got.Mean, mean, sd/math.Sqrt(got.ESSBulk), 4)
+	within(t, "sd", got.SD, sd, sd/math.Sqrt(2*got.ESSBulk), 4)
+	for _, q := range []struct{ p, got float64 }{{0.05, got.Q5}, {0.5, got.Q50}, {0.95, got.Q95}} {
+		want, density := exact.quantile(q.p)
+		within(t, "quantile", q.got, want, math.Sqrt(q.p*(1-q.p)/got.ESSTail)/density, 4)
+	}
+
+	opts.Adjust = AdjustNone
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	r = sampleAll(t, s, []fit.Subject{sub})["a"]
+	assert.Equal(t, AdjustNone, r.Adjustment)
+	assert.Nil(t, r.SDRatio)
+
+	// Too few trials for the scores' covariance: sampled unadjusted, with a warning.
+	opts.Adjust = AdjustCurvature
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	few := fit.Subject{ID: "few", Trials: sub.Trials[:fit.MinRobustTrials-1]}
+	r = sampleAll(t, s, []fit.Subject{few})["few"]
+	assert.Contains(t, r.Adjustment, AdjustNone+": too few trials")
+	kinds := []string{}
+	for _, w := range r.Warnings {
+		kinds = append(kinds, w.Kind)
+	}
+	assert.Contains(t, kinds, WarnAdjustment)
+
+	_, err = New(e, Options{Chains: 1, Draws: 1, Adjust: "magnitude"})
+	assert.ErrorContains(t, err, `unknown adjustment "magnitude"`)
+}
