@@ -11,6 +11,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // laplace fills the standard errors and intervals from the Hessian H of the negative
@@ -169,25 +171,20 @@ func scoreCov(scores [][]float64, idx []int) (J [][]float64, ok bool) {
 // sandwich returns A J A for symmetric A and J.
 func sandwich(A, J [][]float64) [][]float64 {
 	p := len(A)
-	AJ := make([][]float64, p)
-	for a := range p {
-		AJ[a] = make([]float64, p)
-		for c := range p {
-			for k := range p {
-				AJ[a][c] += A[a][k] * J[k][c]
-			}
+	dense := func(X [][]float64) *mat.Dense {
+		D := mat.NewDense(p, p, nil)
+		for a := range p {
+			D.SetRow(a, X[a])
 		}
+		return D
 	}
-	out := make([][]float64, p)
-	for a := range p {
-		out[a] = make([]float64, p)
-		for c := range p {
-			for k := range p {
-				out[a][c] += AJ[a][k] * A[k][c]
-			}
-		}
+	var out mat.Dense
+	out.Product(dense(A), dense(J), dense(A))
+	rows := make([][]float64, p)
+	for a := range rows {
+		rows[a] = mat.Row(nil, a, &out)
 	}
-	return out
+	return rows
 }
 
 // LaplaceAt returns the Laplace approximation of subject s at x, its fitted parameters in

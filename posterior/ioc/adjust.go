@@ -2,6 +2,7 @@ package ioc
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -29,13 +30,20 @@ const (
 type adjustment struct {
 	center  []float64
 	C       *mat.Dense
-	sdRatio []float64 // robust over Hessian standard error, per parameter (Result.SDRatio)
+	sdRatio []float64 // adjusted over unadjusted marginal standard deviation, per parameter (Result.SDRatio)
 }
 
 // newAdjustment returns the curvature adjustment at center for the Hessian H of the negative
-// log-likelihood and the covariance J of the total score: C = (Lᵀ)⁻¹ L_adjᵀ with L L ᵀ = H and
-// L_adj L_adjᵀ = H J⁻¹ H, so that Cᵀ H C = H J⁻¹ H. It returns an error when H or J is not
-// positive definite.
+// log-likelihood and the covariance J of the total score. The adjusted curvature is
+// H J⁻¹ H, the inverse of the sandwich, but never more than H in any direction: with
+// H = L Lᵀ and L⁻¹ (H J⁻¹ H) L⁻ᵀ = Q Λ Qᵀ, the eigenvalues are clipped to Λ' = min(Λ, 1)
+// and C = L⁻ᵀ Q Λ'^½ Qᵀ Lᵀ, so that Cᵀ H C = L Q Λ' Qᵀ Lᵀ (H J⁻¹ H itself where no
+// eigenvalue exceeds 1, and C = I where all do). The adjustment widens the likelihood where the trials' scores
+// vary more than its curvature says and leaves it alone where they vary less: there J, from
+// tens of trials, is mostly noise or the likelihood is not quadratic (a parameter the data
+// hardly constrain, its maximum near a bound), and narrowing it made the posterior miss the
+// truth (pendulum, observation noise 0.04: posterior 90 % interval [0.010, 0.017] against
+// [0.010, 0.05] unadjusted). It returns an error when H or J is not positive definite.
 func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 	p := len(center)
 	if len(H) != p || len(J) != p {
@@ -57,24 +65,46 @@ func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 	if !cJ.Factorize(sym(J)) {
 		return nil, fmt.Errorf("the covariance of the trials' scores is not positive definite")
 	}
-	var JiH, Hadj mat.Dense
-	if err := cJ.SolveTo(&JiH, sym(H)); err != nil {
-		return nil, fmt.Errorf("curvature adjustment: %v", err)
-	}
-	Hadj.Mul(sym(H), &JiH)
-	var cA mat.Cholesky
-	if !cA.Factorize(sym(denseRows(&Hadj))) {
-		return nil, fmt.Errorf("the adjusted curvature H J⁻¹ H is not positive definite")
-	}
-	var L, Ladj mat.TriDense
+	var L mat.TriDense
 	cH.LTo(&L)
-	cA.LTo(&Ladj)
-	// C = (Lᵀ)⁻¹ L_adjᵀ: solve Lᵀ C = L_adjᵀ.
-	var C mat.Dense
-	if err := C.Solve(L.T(), Ladj.T()); err != nil {
+	// W = L⁻¹ (H J⁻¹ H) L⁻ᵀ = Lᵀ J⁻¹ L, since H = L Lᵀ.
+	var JiL, W mat.Dense
+	if err := cJ.SolveTo(&JiL, &L); err != nil {
 		return nil, fmt.Errorf("curvature adjustment: %v", err)
 	}
-	return &adjustment{center: append([]float64(nil), center...), C: &C}, nil
+	W.Mul(L.T(), &JiL)
+	var eig mat.EigenSym
+	if !eig.Factorize(sym(denseRows(&W)), true) {
+		return nil, fmt.Errorf("curvature adjustment: eigendecomposition failed")
+	}
+	lambda := eig.Values(nil)
+	var Q mat.Dense
+	eig.VectorsTo(&Q)
+	root := mat.NewDiagDense(p, nil) // Λ'^½
+	for i, l := range lambda {
+		root.SetDiag(i, math.Sqrt(math.Min(l, 1)))
+	}
+	var R, LtR, C mat.Dense
+	R.Product(&Q, root, Q.T()) // Q Λ'^½ Qᵀ
+	LtR.Mul(&R, L.T())
+	if err := C.Solve(L.T(), &LtR); err != nil { // Lᵀ C = Q Λ'^½ Qᵀ Lᵀ
+		return nil, fmt.Errorf("curvature adjustment: %v", err)
+	}
+	// The marginal standard deviations' ratio, adjusted over unadjusted: the adjusted
+	// likelihood's covariance is C⁻¹ H⁻¹ C⁻ᵀ.
+	var Hi, Ci, adjCov mat.Dense
+	if err := Hi.Inverse(sym(H)); err != nil {
+		return nil, fmt.Errorf("curvature adjustment: %v", err)
+	}
+	if err := Ci.Inverse(&C); err != nil {
+		return nil, fmt.Errorf("curvature adjustment: %v", err)
+	}
+	adjCov.Product(&Ci, &Hi, Ci.T())
+	ratio := make([]float64, p)
+	for k := range ratio {
+		ratio[k] = math.Sqrt(adjCov.At(k, k) / Hi.At(k, k))
+	}
+	return &adjustment{center: append([]float64(nil), center...), C: &C, sdRatio: ratio}, nil
 }
 
 func denseRows(A *mat.Dense) [][]float64 {

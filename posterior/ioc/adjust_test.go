@@ -32,29 +32,81 @@ func randomSPD(rng *rand.Rand, p int) [][]float64 {
 }
 
 // TestAdjustmentCurvature: the adjusted log-likelihood ℓ(θ̂ + C(θ − θ̂)) of a quadratic ℓ
-// with curvature H has curvature Cᵀ H C = H J⁻¹ H, the inverse of the sandwich; its maximum
-// stays at θ̂; pull is its gradient (against central differences); matrices that are not
+// with curvature H has curvature Cᵀ H C = H J⁻¹ H, the inverse of the sandwich, where that
+// widens ℓ in every direction (J ≥ H); where the scores vary less than H says (J = H/2) it
+// is left alone (C = I), and for random H, J it is never narrower (H − Cᵀ H C ⪰ 0) and
+// equals min(·, 1) of the whitened eigenvalues; its maximum stays at θ̂; pull is its gradient
+// (against central differences); SD ratios are the marginal ones; matrices that are not
 // positive definite are refused.
 func TestAdjustmentCurvature(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const p = 3
-	H, J := randomSPD(rng, p), randomSPD(rng, p)
+	H := randomSPD(rng, p)
+	Hm := mat.NewDense(p, p, nil)
+	for i := range p {
+		Hm.SetRow(i, H[i])
+	}
 	center := []float64{0.3, -1, 2}
+	curvature := func(a *adjustment) *mat.Dense {
+		var CtHC mat.Dense
+		CtHC.Product(a.C.T(), Hm, a.C)
+		return &CtHC
+	}
+
+	// J = 2H + E ⪰ H: the sandwich's curvature, H J⁻¹ H, exactly.
+	E := randomSPD(rng, p)
+	J := make([][]float64, p)
+	Jm := mat.NewDense(p, p, nil)
+	for i := range p {
+		J[i] = make([]float64, p)
+		for k := range p {
+			J[i][k] = 2*H[i][k] + E[i][k]
+		}
+		Jm.SetRow(i, J[i])
+	}
 	a, err := newAdjustment(center, H, J)
 	require.NoError(t, err)
-	var CtHC, JiH, want mat.Dense
-	Hm, Jm := mat.NewDense(p, p, nil), mat.NewDense(p, p, nil)
-	for i := range p {
-		for j := range p {
-			Hm.Set(i, j, H[i][j])
-			Jm.Set(i, j, J[i][j])
-		}
-	}
-	CtHC.Product(a.C.T(), Hm, a.C)
+	var JiH, want mat.Dense
 	require.NoError(t, JiH.Solve(Jm, Hm))
 	want.Mul(Hm, &JiH)
-	assert.True(t, mat.EqualApprox(&CtHC, &want, 1e-9), "Cᵀ H C = H J⁻¹ H:\n%v\n%v", mat.Formatted(&CtHC), mat.Formatted(&want))
+	assert.True(t, mat.EqualApprox(curvature(a), &want, 1e-9), "Cᵀ H C = H J⁻¹ H:\n%v\n%v", mat.Formatted(curvature(a)), mat.Formatted(&want))
+	var Hi, S mat.Dense
+	require.NoError(t, Hi.Inverse(Hm))
+	require.NoError(t, S.Inverse(&want)) // the sandwich H⁻¹ J H⁻¹
+	for k := range p {
+		assert.InDelta(t, math.Sqrt(S.At(k, k)/Hi.At(k, k)), a.sdRatio[k], 1e-9, "SD ratio %d", k)
+		assert.Greater(t, a.sdRatio[k], 1.0)
+	}
 	assert.Equal(t, center, a.apply(center), "the centre maps to itself")
+
+	// J = H/2: the scores vary less than the curvature says; nothing changes.
+	half := make([][]float64, p)
+	for i := range p {
+		half[i] = make([]float64, p)
+		for k := range p {
+			half[i][k] = H[i][k] / 2
+		}
+	}
+	a2, err := newAdjustment(center, H, half)
+	require.NoError(t, err)
+	assert.True(t, mat.EqualApprox(a2.C, mat.NewDiagDense(p, []float64{1, 1, 1}), 1e-9), "C = I:\n%v", mat.Formatted(a2.C))
+
+	// Random J: never narrower than ℓ.
+	for range 20 {
+		Jr := randomSPD(rng, p)
+		ar, err := newAdjustment(center, H, Jr)
+		require.NoError(t, err)
+		var diff mat.Dense
+		diff.Sub(Hm, curvature(ar))
+		var eig mat.EigenSym
+		require.True(t, eig.Factorize(mat.NewSymDense(p, symmetrize(denseRows(&diff))), false))
+		for _, l := range eig.Values(nil) {
+			assert.GreaterOrEqual(t, l, -1e-9, "H − Cᵀ H C ⪰ 0")
+		}
+		for _, r := range ar.sdRatio {
+			assert.GreaterOrEqual(t, r, 1-1e-9)
+		}
+	}
 
 	// ℓ(x) = −½ (x − m)ᵀ H (x − m), m the centre: ℓ∘apply is maximal at the centre, with
 	// gradient pull(∇ℓ).
@@ -91,6 +143,19 @@ func TestAdjustmentCurvature(t *testing.T) {
 	assert.ErrorContains(t, err, "Hessian")
 	_, err = newAdjustment(center, H, notPD)
 	assert.ErrorContains(t, err, "scores")
+}
+
+// symmetrize returns the entries of A's upper triangle, row by row, mirrored: a symmetric
+// matrix's data for mat.NewSymDense.
+func symmetrize(A [][]float64) []float64 {
+	p := len(A)
+	out := make([]float64, p*p)
+	for i := range p {
+		for j := range p {
+			out[i*p+j] = (A[i][j] + A[j][i]) / 2
+		}
+	}
+	return out
 }
 
 // TestAdjustedPosteriorAgainstQuadrature: by default the sampler draws from the curvature-

@@ -162,10 +162,6 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 			notes[g] = err.Error()
 			continue
 		}
-		a.sdRatio = make([]float64, len(names))
-		for k, name := range names {
-			a.sdRatio[k] = r.StdErr[name] / r.StdErrHessian[name]
-		}
 		adj[g] = a
 	}
 	return adj, notes
