@@ -2,6 +2,7 @@ package fit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,8 @@ type Run struct {
 	Likelihood string  `json:"likelihood,omitempty"`
 	Seed       *uint64 `json:"seed,omitempty"`
 	MaxIter    int     `json:"max_iter,omitempty"`
+	// StdErrs is the Options.Uncertainty asked for when it is not the default (robust).
+	StdErrs string `json:"stderrs,omitempty"`
 }
 
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
@@ -188,6 +191,9 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 	}
 	if rec.MaxIter != 0 {
 		diff("max-iter", strconv.Itoa(rec.MaxIter), strconv.Itoa(run.MaxIter))
+	}
+	if rec.Uncertainty != "" || rec.StdErrs != "" { // records before robust errors had Hessian ones
+		diff("uncertainty", cmp.Or(rec.StdErrs, UncertaintyRobust), cmp.Or(run.StdErrs, UncertaintyRobust))
 	}
 	list := func(names []string) string {
 		if len(names) == 0 {

@@ -292,6 +292,7 @@ func TestCLISampleErrors(t *testing.T) {
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
 		{"--init of another task", []string{"--init", other}, 1, []string{"--init " + other + " holds fits of task pendulum", "not of task linear"}},
 		{"unknown metric", []string{"--metric", "unit"}, 2, []string{`unknown --metric "unit": want dense or diag`}},
+		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want curvature or none`}},
 		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs optimize, dispersed or a results file"}},
 		{"--init missing", []string{"--init", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"--init not a results file", []string{"--init", data}, 1, []string{data, "not a results record"}},

@@ -131,8 +131,12 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 // fitRun returns what the records of fitter's fits with opts record about the run.
 func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.Run {
 	fo := fitter.Options()
-	return fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
+	run := fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
 		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter}
+	if fo.Uncertainty == fit.UncertaintyHessian {
+		run.StdErrs = fo.Uncertainty
+	}
+	return run
 }
 
 // likelihoodConventions returns the flags that set opts' conventions apart from the defaults
