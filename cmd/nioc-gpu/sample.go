@@ -32,7 +32,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
 	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
 	initPath := fs.String("init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
-	adjust := fs.String("adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (adjusted around each subject's maximum-likelihood estimate so that its curvature matches the robust (sandwich) covariance of fit; calibrated) or none (as it is: too narrow where the likelihood approximates the agent)")
+	adjust := fs.String("adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter) or none (as it is: too narrow where the likelihood approximates the agent)")
 	force := fs.Bool("force", false, "replace the outputs in --out")
 	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")

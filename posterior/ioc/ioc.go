@@ -212,8 +212,8 @@ type Result struct {
 	// Adjustment says what likelihood was sampled: AdjustCurvature, or AdjustNone, with why
 	// after a colon where the curvature adjustment was asked for but could not be made.
 	Adjustment string
-	// SDRatio is, per sampled parameter, the factor by which the adjustment widened the
-	// likelihood's Laplace standard deviation (the robust over the Hessian's); nil without it.
+	// SDRatio is, per sampled parameter, the factor (≥ 1) by which the adjustment widened the
+	// likelihood's marginal standard deviation at the maximum; nil without an adjustment.
 	SDRatio  []float64
 	EBFMI    []float64 // per chain
 	Seconds  float64   // wall time of the sampling run the subject was part of
@@ -319,8 +319,8 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 
 // sampleBatch runs the sampler on the subjects of batch, their trials padded to trials,
 // subject g's chain c starting at inits[g][c] (unconstrained) or, with inits nil,
-// over-dispersed, and subject g's likelihood adjusted by adj[g] where it is not nil; most is the most points of any batched call of any batch
-// (likelihood.Batching).
+// over-dispersed, and subject g's likelihood adjusted by adj[g] where it is not nil; most is
+// the most points of any batched call of any batch (likelihood.Batching).
 func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits [][][]float64, adj []*adjustment, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
 	idx := s.sel.Indices()
 	logLik := func(groups []int, x [][]float64) ([]float64, [][]float64, error) {
