@@ -15,7 +15,8 @@ import (
 // TestTrialScoresSumToTheSubjects: the per-trial log-likelihoods and scores of TrialScores
 // sum to the log-likelihood and gradient of the trials evaluated together, to 1e-12, for each
 // linearization (with LinearizeMean and LinearizeILQG every trial keeps the whole set's
-// nominal), both observabilities, a fitted temperature and trials of their own length; and
+// nominal), both observabilities, a fitted temperature, trials of their own length and both
+// forms of the recursions (unrolled; looped, as XLA runs them); and
 // with LinearizeMean a trial's score differs from that of the trial alone (its own mean),
 // so the test sees whether the set's nominal is kept.
 func TestTrialScoresSumToTheSubjects(t *testing.T) {
@@ -37,9 +38,12 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 		{Options{Linearize: LinearizeMean}, varying},
 		{Options{Linearize: LinearizeMean, Observe: control.ObserveFull}, same},
 		{Options{Linearize: LinearizeILQG}, same},
+		{Options{Linearize: LinearizeMean, Form: FormLooped}, same}, // the form XLA runs
+		{Options{Linearize: LinearizeMean, Form: FormLooped}, varying},
+		{Options{Linearize: LinearizeILQG, Form: FormLooped}, same},
 		{Options{Method: MCEBaseline}, same},
 	} {
-		name := fmt.Sprintf("%s/%s/%s/fit-temperature=%v/trials=%d", c.opts.Method, c.opts.Observe, c.opts.Linearize, c.opts.FitTemperature, len(c.trials))
+		name := fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v/trials=%d", c.opts.Method, c.opts.Observe, c.opts.Linearize, c.opts.Form, c.opts.FitTemperature, len(c.trials))
 		t.Run(name, func(t *testing.T) {
 			e, err := New(m, b, c.opts)
 			require.NoError(t, err)
