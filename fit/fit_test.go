@@ -394,7 +394,7 @@ func TestPendulumAngleNoiseAboveJitter(t *testing.T) {
 // non-linear in the angle. 500 partially observable trials: with the agent's filter tracked
 // through the forward pass (the default) the fit is unbiased; with the gains along the
 // linearization (NominalFilter, the paper's) the observation noise comes out 10–15 % high
-// (4.6 robust standard errors; 6 of the Hessian's).
+// (4.6 robust standard errors).
 func TestTrackedFilterUnbiased(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits 500 pendulum trials twice")

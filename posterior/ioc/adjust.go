@@ -43,7 +43,7 @@ type adjustment struct {
 // tens of trials, is mostly noise or the likelihood is not quadratic (a parameter the data
 // hardly constrain, its maximum near a bound), and narrowing it made the posterior miss the
 // truth (pendulum, observation noise 0.04: posterior 90 % interval [0.010, 0.017] against
-// [0.010, 0.05] unadjusted). It returns an error when H or J is not positive definite.
+// [0.011, 0.045] unadjusted). It returns an error when H or J is not positive definite.
 func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 	p := len(center)
 	if len(H) != p || len(J) != p {
