@@ -1,0 +1,289 @@
+// The programs of a looped Flow's stages: compiling and caching them (Engine.program), running
+// them, and building each stage's graph from its step function (stageBuilder).
+
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// program returns the compiled program of key, building it with build the first time.
+func (e *Engine) program(key string, build func(g *G.Graph) ([]*G.Node, []outGroup)) *stageProg {
+	e.mu.Lock()
+	p, ok := e.progs[key]
+	if !ok {
+		p = &stageProg{}
+		e.progs[key] = p
+	}
+	e.mu.Unlock()
+	p.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.err = fmt.Errorf("building %s: %v", strings.SplitN(key, "|", 2)[0], r)
+			}
+		}()
+		t0 := time.Now()
+		g := G.NewGraph(e.backend, strings.SplitN(key, "|", 2)[0])
+		outputs, outs := build(g)
+		p.outs = outs
+		if len(outputs) == 0 { // every output is a constant: nothing to run
+			return
+		}
+		t1 := time.Now()
+		g.Compile(outputs...)
+		t2 := time.Now()
+		p.g = g
+		e.mu.Lock()
+		e.stats.Builds++
+		e.stats.Nodes = max(e.stats.Nodes, len(g.Nodes()))
+		e.stats.BuildTime += t1.Sub(t0)
+		e.stats.CompileTime += t2.Sub(t1)
+		e.mu.Unlock()
+	})
+	if p.err != nil {
+		panic(p.err)
+	}
+	return p
+}
+
+func (e *Engine) execute(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
+	if p.g == nil {
+		return nil
+	}
+	args := make([]any, len(in))
+	for i, t := range in {
+		args[i] = t
+	}
+	e.mu.Lock()
+	e.calls++
+	e.mu.Unlock()
+	return p.g.Run(args...)
+}
+
+// vjpSpec says which output groups receive cotangents, which input groups are differentiated
+// and which of those add to a cotangent they already have.
+type vjpSpec struct {
+	ctOut, gradIn, accIn []bool
+}
+
+// stageBuilder builds the graph of a call: its parameters, the unpacked scalars and f.
+type stageBuilder struct {
+	g     *G.Graph
+	c     *call
+	rank  int         // rank of the scalars f sees
+	in    [][]S       // per group
+	nodes [][]*G.Node // per group: the node of each non-constant entry (gradient targets)
+	outs  [][]*G.Node // per output group: packed [K, (T,) batch...], nil if no nodes
+	lays  []outGroup  //
+	nextP int
+}
+
+func newStageBuilder(g *G.Graph, c *call) *stageBuilder {
+	b := &stageBuilder{g: g, c: c}
+	for i := range c.groups() {
+		b.rank = max(b.rank, len(c.group(i)[0].batch))
+	}
+	if c.steps > 0 {
+		b.rank++
+	}
+	return b
+}
+
+func (b *stageBuilder) param(dims []int) *G.Node {
+	p := G.Parameter(b.g, fmt.Sprintf("in%d", b.nextP), shapes.Make(dtypes.Float64, dims...))
+	b.nextP++
+	return p
+}
+
+// padded returns dims with leading 1s up to the builder's rank.
+func (b *stageBuilder) padded(dims []int) []int {
+	out := slices.Clone(dims)
+	for len(out) < b.rank {
+		out = append([]int{1}, out...)
+	}
+	return out
+}
+
+// unpack creates the parameters of the inputs and their scalars.
+func (b *stageBuilder) unpack() {
+	c := b.c
+	b.in = make([][]S, c.groups())
+	b.nodes = make([][]*G.Node, c.groups())
+	for i := range c.groups() {
+		vals := c.group(i)
+		v0 := vals[0]
+		s := make([]S, v0.Len())
+		var packed *G.Node
+		var entryDims []int
+		if v0.lay.nodes > 0 {
+			ps := make([]*G.Node, len(vals))
+			for t := range vals {
+				ps[t] = b.param(append([]int{v0.lay.nodes}, v0.batch...))
+			}
+			if i < len(c.seqs) {
+				packed = G.Stack(ps, 1) // [K, T, batch...]
+				entryDims = append([]int{c.steps}, v0.batch...)
+			} else {
+				packed = ps[0]
+				entryDims = b.padded(v0.batch)
+			}
+		}
+		k := 0
+		for e, isNode := range v0.lay.isNode {
+			if !isNode {
+				s[e] = C(v0.lay.consts[e])
+				continue
+			}
+			n := G.Reshape(G.Slice(packed, G.AxisRange(k, k+1)), entryDims...)
+			b.nodes[i] = append(b.nodes[i], n)
+			s[e] = N(n)
+			k++
+		}
+		b.in[i] = s
+	}
+}
+
+// pack packs f's outputs.
+func (b *stageBuilder) pack(res [][]S) {
+	c := b.c
+	b.outs = make([][]*G.Node, len(res))
+	b.lays = make([]outGroup, len(res))
+	for j, r := range res {
+		var lay *layout
+		var batch []int
+		if j == 0 && c.dense != nil {
+			lay, batch = denseLayout(len(r)), slices.Clone(c.dense)
+		} else {
+			lay = newLayout(r)
+			var nodes []*G.Node
+			for _, x := range r {
+				if !x.IsConst() {
+					nodes = append(nodes, x.n)
+				}
+			}
+			batch = broadcastDims(nodes...)
+			if c.steps > 0 && len(batch) > 0 {
+				batch = batch[1:]
+			}
+		}
+		b.lays[j] = outGroup{lay: lay, batch: batch}
+		if lay.nodes == 0 {
+			continue
+		}
+		dims := b.padded(batch)
+		if c.steps > 0 {
+			dims = append([]int{c.steps}, batch...)
+		}
+		var entries []*G.Node
+		for e, x := range r {
+			if lay.isNode[e] {
+				entries = append(entries, Materialize(b.g, x, dims...))
+			}
+		}
+		packedDims := dims // [T, batch...] for a step map
+		if c.steps == 0 {
+			packedDims = batch
+		}
+		b.outs[j] = append(b.outs[j], G.Reshape(G.Stack(entries, 0), append([]int{lay.nodes}, packedDims...)...))
+	}
+}
+
+// split returns the per-step tensors [K, batch...] of a packed [K, T, batch...] node, or the
+// node itself for a call without steps.
+func (b *stageBuilder) split(packed *G.Node) []*G.Node {
+	if b.c.steps == 0 {
+		return []*G.Node{packed}
+	}
+	d := packed.Shape().Dimensions
+	rest := append([]int{d[0]}, d[2:]...)
+	out := make([]*G.Node, b.c.steps)
+	for t := range out {
+		out[t] = G.Reshape(G.Slice(packed, G.AxisRange(), G.AxisRange(t, t+1)), rest...)
+	}
+	return out
+}
+
+func (b *stageBuilder) forward() ([]*G.Node, []outGroup) {
+	b.unpack()
+	b.pack(b.c.f(b.in))
+	var out []*G.Node
+	for _, o := range b.outs {
+		for _, p := range o {
+			out = append(out, b.split(p)...)
+		}
+	}
+	return out, b.lays
+}
+
+func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
+	b.unpack()
+	b.pack(b.c.f(b.in))
+	var loss *G.Node
+	for j, o := range b.outs {
+		if !v.ctOut[j] {
+			continue
+		}
+		lay := b.lays[j]
+		cts := make([]*G.Node, max(b.c.steps, 1))
+		for t := range cts {
+			cts[t] = b.param(append([]int{lay.lay.nodes}, lay.batch...))
+		}
+		ct := cts[0]
+		if b.c.steps > 0 {
+			ct = G.Stack(cts, 1)
+		}
+		term := G.ReduceAllSum(G.Mul(o[0], ct))
+		if loss == nil {
+			loss = term
+		} else {
+			loss = G.Add(loss, term)
+		}
+	}
+	var targets []*G.Node
+	for i := range b.c.groups() {
+		if v.gradIn[i] {
+			targets = append(targets, b.nodes[i]...)
+		}
+	}
+	grads := G.Gradient(loss, targets...)
+	var out []*G.Node
+	k := 0
+	for i := range b.c.groups() {
+		if !v.gradIn[i] {
+			continue
+		}
+		v0 := b.c.group(i)[0]
+		gs := grads[k : k+v0.lay.nodes]
+		k += v0.lay.nodes
+		var packed *G.Node
+		if i < len(b.c.seqs) {
+			packed = G.Stack(gs, 0) // [K, T, batch...]
+		} else {
+			for e := range gs {
+				gs[e] = G.Reshape(gs[e], v0.batch...)
+			}
+			packed = G.Stack(gs, 0) // a shared input: one cotangent, not one per step
+		}
+		var parts []*G.Node
+		if i < len(b.c.seqs) {
+			parts = b.split(packed)
+		} else {
+			parts = []*G.Node{packed}
+		}
+		if v.accIn[i] {
+			for t := range parts {
+				parts[t] = G.Add(parts[t], b.param(parts[t].Shape().Dimensions))
+			}
+		}
+		out = append(out, parts...)
+	}
+	return out
+}
