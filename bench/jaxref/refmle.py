@@ -81,8 +81,12 @@ def main():
             res = compute_mle(jnp.asarray(x), ioc, key, restarts=a.restarts, bounds=env.get_params_bounds(),
                               optim="L-BFGS-B")
             params = {n: float(getattr(res.params, n)) for n in Params._fields}
+            # Fully observable, the reference's likelihood (an LQR agent) does not depend on the
+            # observation noise: its estimate is wherever the optimizer left it, so it is kept
+            # in params but not listed as fitted (and not scored).
+            fitted = [n for n in Params._fields if not (a.observe == "full" and n == "obs_noise")]
             rec = {"subject": sid, "task": a.task, "method": "ref-mle", "observe": a.observe, "params": params,
-                   "fitted": list(Params._fields), "loglik": -float(res.state.fun_val),
+                   "fitted": fitted, "loglik": -float(res.state.fun_val),
                    "seconds": round(time.time() - t0, 2)}
             out.write(json.dumps(rec) + "\n")
             out.flush()

@@ -32,7 +32,12 @@ Estimators (`nioc-gpu fit` with these flags; NAME=FLAGS adds your own):
   baseline      --method baseline (MCE IRL)
 
 --ref-mle also fits the `ref` data with the reference's own maximum-likelihood estimator
-(`compute_mle` with L-BFGS-B and --restarts restarts, as its example.py does).
+(`compute_mle` with L-BFGS-B and --restarts restarts, as its example.py does), one set after the
+other, resumable; the summary then compares each of our estimators with it on the sets both
+fitted, over the parameters ours fitted (fully observable, the reference's likelihood does not
+depend on the observation noise, so its value of it is not scored). A run stopped early can be
+scored by rerunning the same command: finished fits are not redone, and an existing ref-mle
+file is scored as it is (refmle.py with the same --out continues it: it skips finished sets).
 
 Each agent's sets are one data file (one subject per set) fitted by one batched `nioc-gpu fit`
 run, resumable: rerunning with the same DIR skips what is done. The table of median absolute
@@ -203,6 +208,30 @@ def ref_mle(a, data, out, log):
          "--data", data, "--restarts", str(a.restarts), "--seed", str(a.seed), "--out", out], log)
 
 
+def paired_errors(truth, fits, estimators):
+    """For each of our estimators, the median absolute relative error of it and of the
+    reference's MLE on the sets both fitted, over the parameters our estimator fitted (so a
+    parameter the reference's likelihood does not identify, such as the observation noise when
+    fully observable, is not counted against it)."""
+    out = []
+    ref = {r["subject"]: r for r in fits.get("ref-mle", []) if r.get("params") is not None}
+    for name in estimators:
+        ours = {r["subject"]: r for r in fits.get(name, []) if r.get("params") is not None}
+        common = sorted(set(ours) & set(ref))
+        if not common:
+            continue
+        eo, er = [], []
+        for sid in common:
+            t = truth[sid]
+            for k in ours[sid]["fitted"]:
+                if k in t and t[k] != 0:
+                    eo.append(abs(ours[sid]["params"][k] - t[k]) / abs(t[k]))
+                    er.append(abs(ref[sid]["params"][k] - t[k]) / abs(t[k]))
+        out.append({"estimator": name, "sets": len(common), "median_abs_rel_error": statistics.median(eo),
+                    "ref_mle_median_abs_rel_error": statistics.median(er)})
+    return out
+
+
 def main(argv=None):
     a = parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -221,6 +250,7 @@ def main(argv=None):
         ests.append((name, flags.split() if flags else ESTIMATORS[name]))
     summary = {"task": a.task, "observe": a.observe, "sets": a.sets, "shard": a.shard, "trials": a.trials,
                "restarts": a.restarts, "seed": a.seed, "cells": {}}
+    fits = {}
     for agent in agents:
         d = os.path.join(a.out, agent)
         os.makedirs(d, exist_ok=True)
@@ -252,6 +282,9 @@ def main(argv=None):
                      "--restarts", str(a.restarts), "--seed", str(a.seed), "--quiet", "--resume", "--out", res] + flags, log)
             with open(res) as f:
                 recs = [json.loads(l) for l in f if l.strip()]
+            if flags is None and a.observe == "full":  # records of refmle.py before it said so
+                for r in recs:
+                    r["fitted"] = [k for k in r.get("fitted", []) if k != "obs_noise"]
             per = errors(truth, recs)
             allv = [x for v in per.values() for x in v]
             taus = [r["params"]["temperature"] for r in recs if "temperature" in (r.get("params") or {})]
@@ -261,10 +294,13 @@ def main(argv=None):
                     "per_param": {k: statistics.median(v) for k, v in per.items()},
                     "flags": flags, "seconds": round(time.time() - t0, 1)}
             summary["cells"].setdefault(agent, {})[name] = cell
+            fits.setdefault(agent, {})[name] = recs
             print(f"{agent:>12} {name:>12}: median abs rel error {cell['median_abs_rel_error']:.3f} "
                   f"over {cell['fitted_sets']} sets ({', '.join(f'{k} {v:.2f}' for k, v in cell['per_param'].items())})",
                   file=sys.stderr)
     names = [n for n, _ in ests] + (["ref-mle"] if a.ref_mle and "ref" in agents else [])
+    paired = paired_errors(truth, fits.get("ref", {}), [n for n, _ in ests]) if "ref-mle" in names else []
+    summary["paired_with_ref_mle"] = paired
     lines = [f"{a.task}, {a.observe} observability, {a.trials} trials, {a.restarts} restarts, "
              f"median abs. relative error (sets fitted)", "",
              "| agent | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
@@ -276,6 +312,11 @@ def main(argv=None):
             row.append("" if c is None or c["median_abs_rel_error"] is None else
                        f"{c['median_abs_rel_error']:.3f} ({c['fitted_sets']})")
         lines.append(f"| {agent} | " + " | ".join(row) + " |")
+    for p in paired:
+        lines.append("")
+        lines.append(f"Paired with the reference MLE on the {p['sets']} set(s) both fitted (over {p['estimator']}'s "
+                     f"fitted parameters): {p['estimator']} {p['median_abs_rel_error']:.3f}, "
+                     f"ref-mle {p['ref_mle_median_abs_rel_error']:.3f}")
     md = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(md)
