@@ -50,6 +50,8 @@ type EvalTiming struct {
 	Build         time.Duration // building and compiling the graph (once per shape)
 	Compile       time.Duration // of which the backend's compilation
 	Nodes         int
+	Calls         int           // program calls per evaluation (looped form), else 0
+	Builds        int           // programs compiled
 	PerEval       time.Duration // one batched evaluation
 	EvalsPerSec   float64       // parameter vectors per second
 	TransitionsPS float64       // rows × trials × steps per second
@@ -57,7 +59,12 @@ type EvalTiming struct {
 
 // TimeEval measures evaluations of rows parameter vectors (each against the same trials).
 func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
-	e, err := likelihood.New(m, b, likelihood.Options{})
+	return TimeEvalWith(m, b, likelihood.Options{}, trials, rows, repeats)
+}
+
+// TimeEvalWith is TimeEval with the likelihood's options given.
+func TimeEvalWith(m models.Model, b backends.Backend, opts likelihood.Options, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
+	e, err := likelihood.New(m, b, opts)
 	if err != nil {
 		return EvalTiming{}, err
 	}
@@ -84,6 +91,7 @@ func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, re
 		return EvalTiming{}, err
 	}
 	first := time.Since(t0)
+	calls := e.Calls()
 	t1 := time.Now()
 	for range repeats {
 		if _, _, err := e.Eval(d, thetas); err != nil {
@@ -92,7 +100,7 @@ func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, re
 	}
 	per := time.Since(t1) / time.Duration(repeats)
 	st := e.Stats()
-	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes,
+	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: calls, Builds: st.Builds,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
 		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
 }

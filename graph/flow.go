@@ -56,7 +56,8 @@ type Value struct {
 	t     *tensors.Tensor
 	lay   *layout
 	batch []int
-	grad  bool // the looped value depends on the differentiated inputs
+	grad  bool            // the looped value depends on the differentiated inputs
+	tan   *tensors.Tensor // forward mode: its tangents [p, K, batch...]
 }
 
 // Len returns the number of scalars in the group.

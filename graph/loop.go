@@ -88,6 +88,10 @@ type Tape struct {
 	recs   []*call
 	ct     map[*Value]*tensors.Tensor
 	owned  []*tensors.Tensor
+
+	fwd      int    // forward mode (NewForwardTape): the number of directions, else 0
+	seed     *Value // forward mode: the differentiated input
+	seedGrad []float64
 }
 
 // NewTape returns an empty Tape; with grad it records what Backward needs.
@@ -101,7 +105,11 @@ func (tp *Tape) Input(data []float64, k int, batch []int, grad bool) *Value {
 	dims := append([]int{k}, batch...)
 	t := NewTensor(data, dims...)
 	tp.owned = append(tp.owned, t)
-	return &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch), grad: grad}
+	v := &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch), grad: grad}
+	if grad && tp.fwd > 0 {
+		tp.seedTangents(v, k, batch)
+	}
+	return v
 }
 
 // Series uploads data, steps groups of k values each of dimensions batch laid out as
@@ -151,6 +159,12 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 // Grad returns the cotangent of v after Backward as a flat [K][batch...] array (zeros where
 // nothing flowed); constant entries get 0.
 func (tp *Tape) Grad(v *Value) []float64 {
+	if tp.fwd > 0 {
+		if v != tp.seed || tp.seedGrad == nil {
+			panic("graph: a forward tape gives the gradient of its differentiated input after Backward")
+		}
+		return slices.Clone(tp.seedGrad)
+	}
 	size := 1
 	for _, d := range v.batch {
 		size *= d
@@ -179,7 +193,7 @@ func (tp *Tape) Release() {
 	for _, t := range tp.ct {
 		_ = t.FinalizeAll()
 	}
-	tp.owned, tp.ct, tp.recs = nil, nil, nil
+	tp.owned, tp.ct, tp.recs, tp.seed = nil, nil, nil, nil
 }
 
 // Map implements Flow.
@@ -283,6 +297,18 @@ func (tp *Tape) run(c *call) {
 			}
 		}
 	}
+	grad := false
+	gradIn := make([]bool, c.groups())
+	for i := range c.groups() {
+		for _, v := range c.group(i) {
+			grad = grad || v.grad
+		}
+		gradIn[i] = c.group(i)[0].grad && c.group(i)[0].lay.nodes > 0
+	}
+	if tp.fwd > 0 && grad {
+		tp.runForward(c, gradIn)
+		return
+	}
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v", c.name, c.steps, c.dense)
 	tp.inputKey(&key, c)
@@ -291,12 +317,6 @@ func (tp *Tape) run(c *call) {
 		return b.forward()
 	})
 	out := tp.e.execute(prog, tp.inputTensors(c))
-	grad := false
-	for i := range c.groups() {
-		for _, v := range c.group(i) {
-			grad = grad || v.grad
-		}
-	}
 	c.outs = make([][]*Value, len(prog.outs))
 	k := 0
 	for j, og := range prog.outs {
@@ -348,6 +368,10 @@ func (tp *Tape) zeros(v *Value) *tensors.Tensor {
 // cotangent 1 of every entry of out (the gradient of the sum of out's entries); read them with
 // Grad. It panics if the tape did not record.
 func (tp *Tape) Backward(out *Value) {
+	if tp.fwd > 0 {
+		tp.forwardGrad(out)
+		return
+	}
 	if !tp.record {
 		panic("graph: Backward of a tape that does not record")
 	}

@@ -120,6 +120,11 @@ type Options struct {
 	ValueOnly bool
 	// Form runs the recursions unrolled or looped; FormAuto picks by backend.
 	Form Form
+	// ForwardGradient computes the looped form's gradient in forward mode: every step carries
+	// the tangents of its values along the p parameters (graph.Engine.NewForwardTape), one
+	// program call per stage and step and no stored carries, instead of reverse mode over the
+	// recorded calls. Slower on the backends measured (README, "Backends"); kept to measure.
+	ForwardGradient bool
 }
 
 func (o Options) withDefaults(spec models.Spec) (Options, error) {

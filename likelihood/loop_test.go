@@ -41,11 +41,12 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 			theta := withTemperature(m.Spec(), opts)
 			th2 := append([]float64(nil), theta...)
 			th2[0] += 0.2
-			var lls [2][]float64
-			var grads [2][][]float64
-			for i, form := range []Form{FormUnrolled, FormLooped} {
+			var lls [3][]float64
+			var grads [3][][]float64
+			for i, form := range []Form{FormUnrolled, FormLooped, FormLooped} {
 				o := opts
 				o.Form = form
+				o.ForwardGradient = i == 2
 				e, err := New(m, b, o)
 				require.NoError(t, err)
 				d, err := e.Prepare([][][][]float64{trials, trials[:2]}, 3)
@@ -55,10 +56,15 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 			}
 			for r := range 2 {
 				require.False(t, math.IsInf(lls[0][r], 0), "%s %+v: not finite", name, opts)
-				assert.InEpsilon(t, lls[0][r], lls[1][r], 1e-9, "%s %+v row %d loglik", name, opts, r)
-				for j := range grads[0][r] {
-					assert.InDelta(t, grads[0][r][j], grads[1][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])),
-						"%s %+v row %d grad %d", name, opts, r, j)
+				for i, mode := range []string{"", "looped, reverse mode", "looped, forward mode"} {
+					if i == 0 {
+						continue
+					}
+					assert.InEpsilon(t, lls[0][r], lls[i][r], 1e-9, "%s %+v row %d loglik, %s", name, opts, r, mode)
+					for j := range grads[0][r] {
+						assert.InDelta(t, grads[0][r][j], grads[i][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])),
+							"%s %+v row %d grad %d, %s", name, opts, r, j, mode)
+					}
 				}
 			}
 		}

@@ -287,6 +287,9 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	p, n, k := len(spec.Params), len(spec.States), len(spec.Controls)
 	T, P, N := d.Steps, d.Rows, d.Trials
 	tp := e.engine.NewTape(!e.opts.ValueOnly)
+	if e.opts.ForwardGradient && !e.opts.ValueOnly {
+		tp = e.engine.NewForwardTape(p)
+	}
 	defer tp.Release()
 	defer func() {
 		if r := recover(); r != nil {

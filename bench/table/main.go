@@ -20,6 +20,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/bench"
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -32,6 +33,7 @@ func main() {
 	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when the plugin of $NIOC_PJRT, default cpu, is installed), on or off")
 	xlaTasks := flag.String("xla-tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks of the go-vs-xla comparison")
 	xlaRestarts := flag.Int("xla-restarts", 50, "restarts per fit in the go-vs-xla comparison")
+	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
@@ -39,6 +41,9 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
+	if *forward != "" {
+		compareModes(b, *forward)
+	}
 	fmt.Println("## Log-likelihood value + exact gradient, 50 trials per parameter vector")
 	fmt.Println()
 	fmt.Println("| task | parameter vectors | graph nodes | build+compile | per evaluation | vectors/s | transitions/s |")
@@ -155,6 +160,42 @@ func compareXLA(mode, tasks string, restarts int) {
 		}
 		fmt.Printf("| %s | go / xla | | | %.2f× | %.2f× | | | %.2f× | |\n", name, per[0]/per[1], per50[0]/per50[1], fitNet[0]/fitNet[1])
 	}
+}
+
+// compareModes times the looped form's gradient in reverse mode over the recorded calls and in
+// forward mode (tangents along the parameters carried through every step) on backend b.
+func compareModes(b backends.Backend, tasks string) {
+	fmt.Println("## Looped form: reverse vs forward mode, value + gradient, 50 trials per parameter vector")
+	fmt.Println()
+	fmt.Println("| task | parameters | gradient | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 |")
+	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, name := range strings.Split(tasks, ",") {
+		m, err := models.Get(name)
+		if err != nil {
+			fail(err)
+		}
+		ds, err := bench.Dataset(m, goBackend(), 1, 50, 1)
+		if err != nil {
+			fail(err)
+		}
+		var per [2]float64
+		for i, mode := range []string{"reverse", "forward"} {
+			opts := likelihood.Options{Form: likelihood.FormLooped, ForwardGradient: mode == "forward"}
+			e1, err := bench.TimeEvalWith(m, b, opts, ds[0], 1, 3)
+			if err != nil {
+				fail(err)
+			}
+			e50, err := bench.TimeEvalWith(m, b, opts, ds[0], 50, 2)
+			if err != nil {
+				fail(err)
+			}
+			per[i] = e50.PerEval.Seconds()
+			fmt.Printf("| %s | %d | %s | %d | %d | %.1f s | %d | %.4f s | %.4f s |\n", name, len(m.Spec().Params), mode, e1.Builds, e1.Nodes,
+				e1.Build.Seconds(), e1.Calls, e1.PerEval.Seconds(), e50.PerEval.Seconds())
+		}
+		fmt.Printf("| %s | | forward / reverse, 50 × 50 | | | | | | %.2f× |\n", name, per[1]/per[0])
+	}
+	fmt.Println()
 }
 
 func goBackend() backends.Backend {
