@@ -80,8 +80,8 @@ func (c *call) group(i int) []*Value {
 }
 
 // Tape is a looped Flow: it runs each stage as a compiled program of its Engine right away,
-// keeps the results where the backend put them, and records the runs for Backward. It is
-// not safe for concurrent use.
+// keeps the results where the backend put them, and records the runs for Backward (or, made
+// by NewForwardTape, carries tangents instead). It is not safe for concurrent use.
 type Tape struct {
 	e      *Engine
 	record bool
@@ -157,7 +157,8 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 }
 
 // Grad returns the cotangent of v after Backward as a flat [K][batch...] array (zeros where
-// nothing flowed); constant entries get 0.
+// nothing flowed); constant entries get 0. On a forward tape v must be the differentiated
+// input.
 func (tp *Tape) Grad(v *Value) []float64 {
 	if tp.fwd > 0 {
 		if v != tp.seed || tp.seedGrad == nil {
@@ -366,7 +367,9 @@ func (tp *Tape) zeros(v *Value) *tensors.Tensor {
 
 // Backward computes the cotangents of every differentiated value that out depends on, for the
 // cotangent 1 of every entry of out (the gradient of the sum of out's entries); read them with
-// Grad. It panics if the tape did not record.
+// Grad. On a forward tape (NewForwardTape) it sums out's tangents instead, and Grad then gives
+// the differentiated input's cotangent only. It panics if the tape neither records nor
+// carries tangents.
 func (tp *Tape) Backward(out *Value) {
 	if tp.fwd > 0 {
 		tp.forwardGrad(out)
