@@ -290,7 +290,6 @@ func broadcastInts(a, b []int) []int {
 
 // run compiles (once) and runs c forward, setting c.outs, and records it.
 func (tp *Tape) run(c *call) {
-	T := max(c.steps, 1)
 	for i := range len(c.seqs) {
 		for _, v := range c.seqs[i][1:] {
 			if v.lay.key != c.seqs[i][0].lay.key || !slices.Equal(v.batch, c.seqs[i][0].batch) {
@@ -318,11 +317,21 @@ func (tp *Tape) run(c *call) {
 		return b.forward()
 	})
 	out := tp.e.execute(prog, tp.inputTensors(c))
-	c.outs = make([][]*Value, len(prog.outs))
+	tp.setOuts(c, prog.outs, out, grad)
+	tp.owned = append(tp.owned, out...)
+	if tp.record && grad {
+		tp.recs = append(tp.recs, c)
+	}
+}
+
+// setOuts sets c.outs, the values of output groups outs at each step, from a program's outputs
+// out (the tensors of the groups with nodes, step by step), and returns how many it took.
+func (tp *Tape) setOuts(c *call, outs []outGroup, out []*tensors.Tensor, grad bool) int {
+	c.outs = make([][]*Value, len(outs))
 	k := 0
-	for j, og := range prog.outs {
-		c.outs[j] = make([]*Value, T)
-		for t := range T {
+	for j, og := range outs {
+		c.outs[j] = make([]*Value, max(c.steps, 1))
+		for t := range c.outs[j] {
 			v := &Value{lay: og.lay, batch: og.batch, grad: grad}
 			if og.lay.nodes > 0 {
 				v.t = out[k]
@@ -331,10 +340,7 @@ func (tp *Tape) run(c *call) {
 			c.outs[j][t] = v
 		}
 	}
-	tp.owned = append(tp.owned, out...)
-	if tp.record && grad {
-		tp.recs = append(tp.recs, c)
-	}
+	return k
 }
 
 func (tp *Tape) inputKey(key *strings.Builder, c *call) {

@@ -126,25 +126,12 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 		}
 	}
 	out := tp.e.execute(jp, in)
-	T := max(c.steps, 1)
-	c.outs = make([][]*Value, len(jp.outs))
-	k := 0
-	for j, og := range jp.outs {
-		c.outs[j] = make([]*Value, T)
-		for t := range T {
-			v := &Value{lay: og.lay, batch: og.batch, grad: true}
-			if og.lay.nodes > 0 {
-				v.t = out[k]
-				k++
-			}
-			c.outs[j][t] = v
-		}
-	}
+	k := tp.setOuts(c, jp.outs, out, true)
 	for j, og := range jp.outs {
 		if og.lay.nodes == 0 {
 			continue
 		}
-		for t := range T {
+		for t := range c.outs[j] {
 			c.outs[j][t].tan = out[k]
 			k++
 		}
