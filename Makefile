@@ -6,7 +6,7 @@ BIN     := bin/nioc-gpu
 DEMO    := out/demo
 TASK    ?= reaching
 
-.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda vet clean slurm-check
+.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda gpu-binaries vet clean slurm-check
 
 # Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
 # paper's timings. BENCH_ARGS=-fits=false for the quick part only.
@@ -89,6 +89,13 @@ xla-cuda:
 	ln -sfn "$$nv/cuda_nvcc/bin/ptxas" "$$nv/bin/ptxas" && \
 	nm -D --defined-only "$$nv/pjrt_c_api_cuda_plugin.so" | grep -q ' T GetPjrtApi' && \
 	echo "installed $$nv/pjrt_c_api_cuda_plugin.so"
+
+# Binaries for bench/gpu/run.sh (the README's GPU measurements), built here to be copied to a
+# linux/amd64 GPU machine that may have no network for Go modules.
+gpu-binaries:
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/nioc-gpu ./cmd/nioc-gpu
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-table ./bench/table
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-sample ./bench/sample
 
 vet:
 	$(GO) vet ./...

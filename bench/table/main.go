@@ -2,8 +2,9 @@
 // evaluations by task and batch size, batching across restarts and subjects, and whole fits
 // next to the paper's timings.
 //
-//	go run ./bench/table [-backend go|xla] [-tasks reaching,pendulum] [-fits=false] [-restarts 50]
-//	                     [-xla auto|on|off] [-xla-tasks lightdark] [-xla-restarts 2]
+//	go run ./bench/table [-backend go|xla] [-tasks reaching,pendulum] [-rows 1,50,500] [-fits=false]
+//	                     [-restarts 50] [-xla auto|on|off] [-xla-tasks lightdark] [-xla-restarts 2]
+//	                     [-forward reaching]
 //
 // With an XLA CPU plugin installed (make xla-cpu) it also runs the same evaluations and fits on
 // the Go and XLA backends side by side, with compile time reported separately.
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,13 +28,14 @@ import (
 
 func main() {
 	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
-	tasks := flag.String("tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks to measure")
+	tasks := flag.String("tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks to measure (\"\" for none: only -forward or the go-vs-xla comparison)")
 	fits := flag.Bool("fits", true, "also time whole fits (50 trials, -restarts restarts), the slow part")
 	restarts := flag.Int("restarts", 50, "restarts per fit")
 	subjects := flag.Int("subjects", 10, "subjects for the batching comparison")
 	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when the plugin of $NIOC_PJRT, default cpu, is installed), on or off")
 	xlaTasks := flag.String("xla-tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks of the go-vs-xla comparison")
 	xlaRestarts := flag.Int("xla-restarts", 50, "restarts per fit in the go-vs-xla comparison")
+	rowList := flag.String("rows", "1,50", "parameter vectors per evaluation in the first table, ascending; a task's list stops at the first size that fails (out of memory, say)")
 	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
@@ -44,12 +47,15 @@ func main() {
 	if *forward != "" {
 		compareModes(b, *forward)
 	}
+	if len(names(*tasks)) == 0 {
+		return
+	}
 	fmt.Println("## Log-likelihood value + exact gradient, 50 trials per parameter vector")
 	fmt.Println()
 	fmt.Println("| task | parameter vectors | graph nodes | build+compile | per evaluation | vectors/s | transitions/s |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	data := map[string][][][][]float64{}
-	for _, name := range strings.Split(*tasks, ",") {
+	for _, name := range names(*tasks) {
 		m, err := models.Get(name)
 		if err != nil {
 			fail(err)
@@ -60,14 +66,15 @@ func main() {
 			fail(err)
 		}
 		data[name] = ds
-		for _, rows := range []int{1, 50} {
+		for _, rows := range parseInts(*rowList) {
 			rep := 5
 			if rows > 1 {
 				rep = 2
 			}
 			et, err := bench.TimeEval(m, b, ds[0], rows, rep)
 			if err != nil {
-				fail(err)
+				fmt.Printf("| %s | %d | failed: %s | | | | |\n", name, rows, strings.ReplaceAll(err.Error(), "\n", " "))
+				break
 			}
 			fmt.Printf("| %s | %d | %d | %.2f s | %.3f s | %.1f | %.3g |\n", name, rows, et.Nodes, et.Build.Seconds(), et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS)
 		}
@@ -79,7 +86,7 @@ func main() {
 	fmt.Printf("## Fits: 50 trials, %d restarts, partially observable (wall time, graph building included)\n\n", *restarts)
 	fmt.Println("| task | subjects | wall | per subject | subjects/hour | paper per fit (1 core) | evaluations | batches | median abs. rel. error |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, name := range strings.Split(*tasks, ",") {
+	for _, name := range names(*tasks) {
 		m, _ := models.Get(name)
 		counts := []int{1}
 		if name == "pendulum" && *subjects > 1 {
@@ -196,6 +203,27 @@ func compareModes(b backends.Backend, tasks string) {
 		fmt.Printf("| %s | | forward / reverse, 50 × 50 | | | | | | %.2f× |\n", name, per[1]/per[0])
 	}
 	fmt.Println()
+}
+
+// names splits a comma-separated list of task names; "" is none.
+func names(list string) []string {
+	if strings.TrimSpace(list) == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-rows: %q is not a positive integer", f))
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func goBackend() backends.Backend {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The GPU measurements of the README ("Backends", GPU), one step per call so that each fits in
+# ten minutes. Run from the repository root on the GPU machine with binaries built beforehand
+# (`make gpu-binaries`, which needs the network for Go modules; the GPU machine may have none).
+# Each step writes OUT/STEP.md (OUT defaults to out/gpu) and prints it.
+#
+#   bench/gpu/run.sh env       the CUDA plugin found, nvidia-smi
+#   bench/gpu/run.sh fit       100 reaching subjects (50 restarts × 50 trials, partially
+#                              observable), all batched: wall time, subjects per hour, accuracy
+#   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
+#                              vectors × 50 trials, up to the first size that fails
+#   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials
+#   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
+#   bench/gpu/run.sh sample    posterior sampler speed, one pendulum subject
+#
+# The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
+# xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
+# LD_LIBRARY_PATH). Compiling takes 15–85 s per task and batch shape on an H100.
+set -euo pipefail
+step=${1:?usage: bench/gpu/run.sh env|fit|sweep|tasks|forward|sample}
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
+	[[ -x $b ]] || { echo "bench/gpu/run.sh: $b missing: run make gpu-binaries first" >&2; exit 2; }
+done
+
+if [[ -z ${NIOC_PJRT:-} ]]; then
+	if [[ -f $HOME/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so ]]; then
+		NIOC_PJRT=cuda
+	else
+		site=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+		for d in $site; do
+			for v in 13 12; do
+				if [[ -f $d/jax_plugins/xla_cuda$v/xla_cuda_plugin.so ]]; then
+					NIOC_PJRT=$d/jax_plugins/xla_cuda$v/xla_cuda_plugin.so
+					libs=$(find "$d/nvidia" -maxdepth 3 -type d -name lib 2>/dev/null | paste -sd: -)
+					export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+					break 2
+				fi
+			done
+		done
+	fi
+fi
+[[ -n ${NIOC_PJRT:-} ]] || { echo "bench/gpu/run.sh: no CUDA PJRT plugin found (make xla-cuda, or set NIOC_PJRT)" >&2; exit 2; }
+export NIOC_PJRT NIOC_BACKEND=xla
+if [[ -z ${XLA_FLAGS:-} && -d /usr/local/cuda ]]; then
+	export XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda
+fi
+
+out=$OUT/$step.md
+{
+	echo "# bench/gpu/run.sh $step, $(date -u +%F' '%T) UTC"
+	echo
+	echo "NIOC_PJRT=$NIOC_PJRT XLA_FLAGS=${XLA_FLAGS:-} $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+	echo
+	case $step in
+	env)
+		bin/nioc-gpu backend --check
+		nvidia-smi || true
+		;;
+	fit)
+		bin/nioc-gpu simulate --task reaching --subjects 100 --trials 50 --seed 7 --force --out "$OUT/study.csv"
+		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
+		watch=$!
+		rm -f "$OUT"/fit.jsonl "$OUT"/fit.csv "$OUT"/fit.jsonl.ckpt
+		start=$(date +%s.%N)
+		bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 --max-batch 125000 --out "$OUT/fit.jsonl" --quiet
+		end=$(date +%s.%N)
+		kill $watch || true
+		awk -v s="$start" -v e="$end" 'BEGIN { w = e - s; printf "100 subjects in %.1f s wall: %.0f subjects per hour\n", w, 360000 / w }'
+		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" # against the task's defaults, the truth
+		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
+		;;
+	sweep)
+		bin/bench-table -tasks reaching -rows 1,50,500,2500,10000 -fits=false -xla off
+		;;
+	tasks)
+		bin/bench-table -rows 1,50 -fits=false -xla off
+		;;
+	forward)
+		bin/bench-table -tasks "" -forward reaching -fits=false -xla off
+		;;
+	sample)
+		bin/bench-sample -tasks pendulum -subjects 1
+		;;
+	*)
+		echo "bench/gpu/run.sh: unknown step $step" >&2
+		exit 2
+		;;
+	esac
+} 2>&1 | tee "$out"
