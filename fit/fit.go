@@ -54,6 +54,12 @@ type Options struct {
 	// Uncertainty says how standard errors are computed: UncertaintyRobust ("" means it) or
 	// UncertaintyHessian (see Result.Uncertainty).
 	Uncertainty string
+	// Starts gives subjects, by ID, the initial point of their first restart in place of a
+	// random one: parameter name → value in its fitting scale (log10 or linear), clipped into
+	// the bounds. Fitted parameters it does not name keep their random coordinates. The other
+	// restarts are unchanged, so a fit can both refine an earlier estimate (one of another
+	// linearization, say) and search the box.
+	Starts map[string]map[string]float64
 }
 
 // The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
@@ -176,6 +182,9 @@ func (f *Fitter) Options() Options { return f.opts }
 // Restarts returns the number of restarts per subject.
 func (f *Fitter) Restarts() int { return f.opts.Restarts }
 
+// SetStarts sets the initial points of the subjects' first restarts (see Options.Starts).
+func (f *Fitter) SetStarts(starts map[string]map[string]float64) { f.opts.Starts = starts }
+
 // SetProgress sets the function called after every batch of evaluations.
 func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }
 
@@ -189,9 +198,10 @@ func (f *Fitter) SetCheckpoint(every time.Duration, fn func(*Checkpoint) error) 
 func (f *Fitter) Fitted() []string { return f.sel.Names() }
 
 // InitialPoints returns the restarts' initial points for the subject with the given ID,
-// uniform in each fitted parameter's scale inside its bounds. They depend only on the seed and
-// the ID, so a subject gets the same restarts whether it is fitted alone, with others, in a
-// shard or after a resume.
+// uniform in each fitted parameter's scale inside its bounds, the first one moved to the
+// subject's Options.Starts where given. They depend only on the seed, the ID and the starts,
+// so a subject gets the same restarts whether it is fitted alone, with others, in a shard or
+// after a resume.
 func (f *Fitter) InitialPoints(subject string) [][]float64 {
 	h := fnv.New64a()
 	h.Write([]byte(subject))
@@ -201,6 +211,11 @@ func (f *Fitter) InitialPoints(subject string) [][]float64 {
 		pts[r] = make([]float64, len(f.infer))
 		for k := range f.infer {
 			pts[r][k] = f.lo[k] + rng.Float64()*(f.hi[k]-f.lo[k])
+		}
+	}
+	for k, name := range f.Fitted() {
+		if v, ok := f.opts.Starts[subject][name]; ok {
+			pts[0][k] = min(max(v, f.lo[k]), f.hi[k])
 		}
 	}
 	return pts

@@ -420,3 +420,40 @@ func Median(v []float64) float64 {
 	}
 	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
 }
+
+// EstimatesOf reads a results file of Fit (JSON Lines, see Record) and returns, for each of
+// the given subjects, its first successful record. The error names the file and says what is
+// wrong: it cannot be read, holds no results, holds results of a task other than task, or has
+// no successful fit of some subjects (all named).
+func EstimatesOf(path, task string, subjects []string) (map[string]Record, error) {
+	recs, _, err := ReadRecords(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s holds no fit results", path)
+	}
+	byID := map[string]Record{}
+	for _, r := range recs {
+		if r.Task != task {
+			return nil, fmt.Errorf("%s holds fits of task %s (subject %s), not of task %s", path, r.Task, r.Subject, task)
+		}
+		if old, ok := byID[r.Subject]; !ok || old.Params == nil {
+			byID[r.Subject] = r
+		}
+	}
+	out := map[string]Record{}
+	var missing []string
+	for _, id := range subjects {
+		r, ok := byID[id]
+		if !ok || r.Params == nil {
+			missing = append(missing, id)
+			continue
+		}
+		out[id] = r
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s has no successful fit of subject(s) %s", path, strings.Join(missing, ", "))
+	}
+	return out, nil
+}

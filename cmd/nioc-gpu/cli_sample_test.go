@@ -290,13 +290,13 @@ func TestCLISampleErrors(t *testing.T) {
 		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2"}, 2, []string{"no parameter left to sample"}},
 		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`}},
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
-		{"--init of another task", []string{"--init", other}, 1, []string{"--init " + other + " holds fits of task pendulum", "not of task linear"}},
+		{"--init of another task", []string{"--init", other}, 1, []string{"--init: " + other + " holds fits of task pendulum", "not of task linear"}},
 		{"unknown metric", []string{"--metric", "unit"}, 2, []string{`unknown --metric "unit": want dense or diag`}},
 		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want curvature or none`}},
 		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs optimize, dispersed or a results file"}},
 		{"--init missing", []string{"--init", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"--init not a results file", []string{"--init", data}, 1, []string{data, "not a results record"}},
-		{"--init without a subject", []string{"--init", one}, 1, []string{"--init " + one + " has no successful fit of subject(s) " + missing}},
+		{"--init without a subject", []string{"--init", one}, 1, []string{"--init: " + one + " has no successful fit of subject(s) " + missing}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "post")

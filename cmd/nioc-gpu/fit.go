@@ -57,7 +57,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--max-iter N] [--uncertainty robust|hessian] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -65,6 +65,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	restarts := fs.Int("restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
+	start := fs.String("start", "", "a results `file` of nioc-gpu fit of the same task: each subject's first restart begins at its estimate there (one with another --linearize, say), the other restarts at random points")
 	uncertainty := fs.String("uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used) or hessian (inverse Hessian: exact only where the likelihood is)")
 	every := fs.Duration("checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 	if err := parseFlags(fs, args); err != nil {
@@ -123,9 +124,42 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err := noteLengths(stderr, set, spec, sf.data); err != nil {
 		return err
 	}
+	if *start != "" {
+		starts, err := readStarts(*start, e.Spec(), set, k, n)
+		if err != nil {
+			return err
+		}
+		fitter.SetStarts(starts)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, sf.out, sf.quiet, stderr)
+}
+
+// readStarts returns the estimates that the results file path holds for the subjects of set in
+// shard k of n, in the fitting scales of spec's parameters (fit.Options.Starts).
+func readStarts(path string, spec models.Spec, set *data.Set, k, n int) (map[string]map[string]float64, error) {
+	var ids []string
+	for i, s := range set.Subjects {
+		if i%n == k-1 {
+			ids = append(ids, s.ID)
+		}
+	}
+	recs, err := fit.EstimatesOf(path, spec.Name, ids)
+	if err != nil {
+		return nil, fmt.Errorf("--start: %w", err)
+	}
+	starts := map[string]map[string]float64{}
+	for id, r := range recs {
+		values := r.Values()
+		starts[id] = map[string]float64{}
+		for _, p := range spec.Params {
+			if v, ok := values[p.Name]; ok {
+				starts[id][p.Name] = p.ToScale(v)
+			}
+		}
+	}
+	return starts, nil
 }
 
 // fitRun returns what the records of fitter's fits with opts record about the run.

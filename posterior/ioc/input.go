@@ -102,31 +102,14 @@ func FormatPrior(p posterior.Prior) string {
 // fixed). It returns an error naming the file if it cannot be read, holds no results or
 // results of another task, or lacks a successful fit of one of the subjects.
 func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[string]Estimate, []string, error) {
-	recs, _, err := fit.ReadRecords(path)
+	recs, err := fit.EstimatesOf(path, spec.Name, subjects)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--init: %w", err)
 	}
-	if len(recs) == 0 {
-		return nil, nil, fmt.Errorf("--init %s holds no fit results", path)
-	}
-	byID := map[string]fit.Record{}
-	for _, r := range recs {
-		if r.Task != spec.Name {
-			return nil, nil, fmt.Errorf("--init %s holds fits of task %s (subject %s), not of task %s", path, r.Task, r.Subject, spec.Name)
-		}
-		if _, ok := byID[r.Subject]; !ok {
-			byID[r.Subject] = r
-		}
-	}
 	out := map[string]Estimate{}
-	var missing []string
 	var absent []string
 	for _, id := range subjects {
-		r, ok := byID[id]
-		if !ok || r.Params == nil {
-			missing = append(missing, id)
-			continue
-		}
+		r := recs[id]
 		est := Estimate{Scaled: map[string]float64{}, StdErr: r.StdErr}
 		values := r.Values() // the estimates and the values the fit held fixed
 		for _, p := range spec.Params {
@@ -140,10 +123,6 @@ func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[st
 			}
 		}
 		out[id] = est
-	}
-	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("--init %s has no successful fit of subject(s) %s; fit them, or sample without --init",
-			path, strings.Join(missing, ", "))
 	}
 	return out, absent, nil
 }
