@@ -100,3 +100,25 @@ func TestCLIEvalExcludesDivergingSets(t *testing.T) {
 	r = cliOK(t, args...)
 	assert.Contains(t, r.stderr, "resuming")
 }
+
+// TestCLIEvalILQGStartsAtDataFits: with --linearize ilqg, eval fits each set with the data
+// linearization first (start-ours.jsonl), for the starts of the ilqg fits (fit.Options.Starts,
+// tested in package fit and by TestCLIFitStart); the summary counts the ilqg fits only.
+func TestCLIEvalILQGStartsAtDataFits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ev")
+	cliOK(t, "eval", "--task", "linear", "--sets", "2", "--trials", "4", "--steps", "8", "--restarts", "1", "--max-iter", "1",
+		"--methods", "ours", "--linearize", "ilqg", "--quiet", "--out", dir)
+	starts := cliBySubject(t, cliReadJSONL(t, filepath.Join(dir, "start-ours.jsonl")))
+	fits := cliBySubject(t, cliReadJSONL(t, filepath.Join(dir, "fit-ours.jsonl")))
+	require.Len(t, starts, 2)
+	require.Len(t, fits, 2)
+	for id, s := range starts {
+		assert.Equal(t, "data", s["linearize"])
+		assert.Equal(t, "ilqg", fits[id]["linearize"])
+	}
+	var sum evalSummary
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &sum))
+	assert.Equal(t, 2, sum.Methods["ours"].Fitted)
+}

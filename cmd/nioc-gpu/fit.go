@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,17 +151,26 @@ func readStarts(path string, spec models.Spec, set *data.Set, k, n int) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("--start: %w", err)
 	}
+	return startsOf(slices.Collect(maps.Values(recs)), spec), nil
+}
+
+// startsOf returns the estimates of the successful records, by subject, in the fitting scales
+// of spec's parameters (fit.Options.Starts).
+func startsOf(recs []fit.Record, spec models.Spec) map[string]map[string]float64 {
 	starts := map[string]map[string]float64{}
-	for id, r := range recs {
+	for _, r := range recs {
+		if r.Params == nil {
+			continue
+		}
 		values := r.Values()
-		starts[id] = map[string]float64{}
+		starts[r.Subject] = map[string]float64{}
 		for _, p := range spec.Params {
 			if v, ok := values[p.Name]; ok {
-				starts[id][p.Name] = p.ToScale(v)
+				starts[r.Subject][p.Name] = p.ToScale(v)
 			}
 		}
 	}
-	return starts, nil
+	return starts
 }
 
 // fitRun returns what the records of fitter's fits with opts record about the run.
