@@ -13,7 +13,9 @@ data set. For each row the reference's agent is built exactly as its example.py 
 iLQG (``gilqr.solve`` from U = 0, ``--max-iter`` iterations, 10 by default as in the paper's
 scripts), ``create_lqg_policy`` run by ``EKFWrapper(Env)(b0=(x0, I))`` when partially
 observable, ``create_lqr_policy`` run on the true state by ``FullyObservedWrapper(Env)``
-when fully observable; x0 is the environment's reset state. It acts deterministically on its
+when fully observable; x0 is the environment's reset state. Light-dark's agent is built as its
+fig4_infoseeking.py does: the belief-space iLQG ``gilqg.solve`` (initial belief covariance 3 I,
+50 iterations by default) and ``EKFWrapper(LightDark)(b0=(x0, 3 I))``. It acts deterministically on its
 belief (no policy noise). The trials of set i use ``jax.random.fold_in(PRNGKey(seed), i)``.
 
 The output is one nioc-gpu trajectory file: ``subject,trial,t,<states>``, one subject per row
@@ -38,8 +40,17 @@ TASKS = {
     "navigation": ("Navigation", ["x", "y", "heading", "speed"]),
     "cartpole": ("CartPole", ["x", "theta", "x_vel", "omega"]),
     "reaching": ("NonlinearReaching", ["theta1", "theta2", "omega1", "omega2"]),
+    "lightdark": ("LightDark", ["x", "y"]),
 }
-STEPS = {"pendulum": 50, "navigation": 50, "cartpole": 200, "reaching": 50}
+STEPS = {"pendulum": 50, "navigation": 50, "cartpole": 200, "reaching": 50, "lightdark": 50}
+
+# Our parameter name -> (the reference's name, our value -> its value), where they differ.
+# Light-dark: its target position is exp_target_pos = 10**target_x (it optimizes in log space),
+# its light preference preferred_pos_cost.
+RENAME = {
+    "lightdark": {"target_x": ("exp_target_pos", lambda v: 10.0 ** v),
+                  "light_cost": ("preferred_pos_cost", lambda v: v)},
+}
 
 
 def parse_args(argv=None):
@@ -51,7 +62,7 @@ def parse_args(argv=None):
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--steps", type=int, default=0, help="time steps; default: the task's")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--max-iter", type=int, default=10, help="iterations of the reference's iLQG (its scripts use 10)")
+    ap.add_argument("--max-iter", type=int, default=0, help="iterations of the reference's iLQG (default: 10 as its scripts, light-dark 50 as its fig4_infoseeking.py)")
     ap.add_argument("--out", required=True, help="output trajectory CSV")
     return ap.parse_args(argv)
 
@@ -77,7 +88,7 @@ def make_simulator(ref, task, observe, trials, steps, max_iter):
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     import nioc.envs as envs
-    from nioc.control import gilqr
+    from nioc.control import gilqg, gilqr
     from nioc.control.policy import create_lqg_policy, create_lqr_policy
     from nioc.envs.wrappers import EKFWrapper, FullyObservedWrapper
 
@@ -88,6 +99,13 @@ def make_simulator(ref, task, observe, trials, steps, max_iter):
     def sim(key, params):
         x0 = env._reset(None, params)
         U0 = jnp.zeros((steps, env.action_shape[0]))
+        if task == "lightdark":
+            Sigma0 = 3.0 * jnp.eye(x0.shape[0])
+            gains, xbar, ubar = gilqg.solve(env, x0=x0, Sigma0=Sigma0, U_init=U0, max_iter=max_iter, params=params)
+            agent = EKFWrapper(cls)(b0=(x0, Sigma0))
+            xs, *_ = agent.simulate(key=key, steps=steps, trials=trials,
+                                    policy=create_lqg_policy(gains, xbar, ubar), params=params)
+            return xs
         gains, xbar, ubar = gilqr.solve(p=env, x0=x0, U_init=U0, params=params, max_iter=max_iter)
         if observe == "partial":
             agent = EKFWrapper(cls)(b0=(x0, jnp.eye(x0.shape[0])))
@@ -103,7 +121,11 @@ def make_simulator(ref, task, observe, trials, steps, max_iter):
 
     def run(index, seed, values):
         key = jax.random.fold_in(jax.random.PRNGKey(seed), index)
-        return np.asarray(jsim(key, Params(**values)))
+        ref = {}
+        for name, v in values.items():
+            rname, conv = RENAME.get(task, {}).get(name, (name, lambda x: x))
+            ref[rname] = conv(v)
+        return np.asarray(jsim(key, Params(**ref)))
 
     return run
 
@@ -111,6 +133,8 @@ def make_simulator(ref, task, observe, trials, steps, max_iter):
 def main(argv=None):
     a = parse_args(argv)
     steps = a.steps or STEPS[a.task]
+    if a.max_iter <= 0:
+        a.max_iter = 50 if a.task == "lightdark" else 10
     truth = read_truth(a.truth)
     run = make_simulator(a.ref, a.task, a.observe, a.trials, steps, a.max_iter)
     names = TASKS[a.task][1]
@@ -132,8 +156,9 @@ def main(argv=None):
     os.replace(tmp, a.out)
     with open(a.out + ".excluded", "w") as f:
         f.writelines(s + "\n" for s in excluded)
+    planner = "gilqg" if a.task == "lightdark" else "gilqr"
     print(f"refsim: {len(truth) - len(excluded)} set(s) × {a.trials} trials × {steps} steps of {a.task} "
-          f"({a.observe}, reference gilqr max_iter {a.max_iter}, no policy noise) in {time.time() - t0:.1f} s "
+          f"({a.observe}, reference {planner} max_iter {a.max_iter}, no policy noise) in {time.time() - t0:.1f} s "
           f"-> {a.out}", file=sys.stderr)
 
 
