@@ -305,9 +305,12 @@ func (tp *Tape) run(c *call) {
 		}
 		gradIn[i] = c.group(i)[0].grad && c.group(i)[0].lay.nodes > 0
 	}
-	if tp.fwd > 0 && grad {
-		tp.runForward(c, gradIn)
-		return
+	if tp.fwd > 0 {
+		if slices.Contains(gradIn, true) {
+			tp.runForward(c, gradIn)
+			return
+		}
+		grad = false // no tangent flows in: constant inputs only
 	}
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v", c.name, c.steps, c.dense)
