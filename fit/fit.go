@@ -60,6 +60,8 @@ type Options struct {
 	// restarts are unchanged, so a fit can both refine an earlier estimate (one of another
 	// linearization, say) and search the box.
 	Starts map[string]map[string]float64
+	// StartsFrom names where Starts came from (a results file), for the records (Run.Start).
+	StartsFrom string
 }
 
 // The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
@@ -182,8 +184,11 @@ func (f *Fitter) Options() Options { return f.opts }
 // Restarts returns the number of restarts per subject.
 func (f *Fitter) Restarts() int { return f.opts.Restarts }
 
-// SetStarts sets the initial points of the subjects' first restarts (see Options.Starts).
-func (f *Fitter) SetStarts(starts map[string]map[string]float64) { f.opts.Starts = starts }
+// SetStarts sets the initial points of the subjects' first restarts and where they came from
+// (see Options.Starts and Options.StartsFrom).
+func (f *Fitter) SetStarts(from string, starts map[string]map[string]float64) {
+	f.opts.StartsFrom, f.opts.Starts = from, starts
+}
 
 // SetProgress sets the function called after every batch of evaluations.
 func (f *Fitter) SetProgress(fn func(Progress)) { f.opts.Progress = fn }

@@ -34,6 +34,9 @@ type Run struct {
 	MaxIter    int     `json:"max_iter,omitempty"`
 	// StdErrs is the Options.Uncertainty asked for when it is not the default (robust).
 	StdErrs string `json:"stderrs,omitempty"`
+	// Start names the results file whose estimates began each subject's first restart
+	// (Options.StartsFrom); empty for random starts only.
+	Start string `json:"start,omitempty"`
 }
 
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
@@ -192,6 +195,7 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 	if rec.MaxIter != 0 {
 		diff("max-iter", strconv.Itoa(rec.MaxIter), strconv.Itoa(run.MaxIter))
 	}
+	diff("start", cmp.Or(rec.Start, "random points only"), cmp.Or(run.Start, "random points only"))
 	if rec.Uncertainty != "" || rec.StdErrs != "" { // records before robust errors had Hessian ones
 		diff("uncertainty", cmp.Or(rec.StdErrs, UncertaintyRobust), cmp.Or(run.StdErrs, UncertaintyRobust))
 	}

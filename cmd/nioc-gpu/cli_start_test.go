@@ -27,10 +27,17 @@ func TestCLIFitStart(t *testing.T) {
 	started := oneStep("started.jsonl", "--start", first)
 	random := oneStep("random.jsonl")
 	for id, b := range best {
+		assert.Equal(t, first, started[id]["start"], "the record names where its start came from")
+		assert.NotContains(t, random[id], "start")
 		want := cliFinite(t, b["loglik"], "loglik")
 		assert.GreaterOrEqual(t, cliFinite(t, started[id]["loglik"], "loglik"), want-1e-6*abs(want), "subject %s started at its estimate", id)
 		assert.Less(t, cliFinite(t, random[id]["loglik"], "loglik"), want-1, "subject %s from a random point", id)
 	}
+
+	// --resume with another --start (or none) is another run
+	r := cliRun(t, "fit", "--task", "linear", "--data", data, "--restarts", "1", "--max-iter", "1", "--temperature", "task", "--quiet",
+		"--out", filepath.Join(dir, "started.jsonl"), "--resume")
+	cliRequireFail(t, r, 1, "start: "+first+" in the file, random points only now")
 
 	other := cliWriteFile(t, dir, "other.jsonl", strings.ReplaceAll(string(mustRead(t, first)), `"task":"linear"`, `"task":"pendulum"`))
 	lines := cliLines(t, first)

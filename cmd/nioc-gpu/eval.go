@@ -224,12 +224,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if opts.Linearize == likelihood.LinearizeILQG {
 			// From random points ilqg fits often fail in line searches (README, "What
 			// remains"): each set's first restart starts at the estimate of a data fit.
+			from := filepath.Join(*out, strings.Replace(filepath.Base(path), "fit-", "start-", 1))
 			starts, err := evalStarts(ctx, m, b, opts, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter, CheckpointEvery: time.Minute},
-				set, k, n, filepath.Join(*out, strings.Replace(filepath.Base(path), "fit-", "start-", 1)), *quiet, stderr)
+				set, k, n, from, *quiet, stderr)
 			if err != nil {
 				return err
 			}
-			fitter.SetStarts(starts)
+			fitter.SetStarts(filepath.Base(from), starts)
 		}
 		if err := fitFile(ctx, fitter, spec, e.Options(), set, k, n, path, *quiet, stderr); err != nil {
 			return err

@@ -131,7 +131,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fitter.SetStarts(starts)
+		fitter.SetStarts(*start, starts)
 	} else if opts.Linearize == likelihood.LinearizeILQG && !sf.quiet {
 		fmt.Fprintln(stderr, "note: from random points, --linearize ilqg fits often end in failed line searches; --start a --linearize data fit's results to begin one restart there (README, \"What remains\")")
 	}
@@ -179,7 +179,8 @@ func startsOf(recs []fit.Record, spec models.Spec) map[string]map[string]float64
 func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.Run {
 	fo := fitter.Options()
 	run := fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
-		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter}
+		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter,
+		Start: fo.StartsFrom}
 	if fo.Uncertainty == fit.UncertaintyHessian {
 		run.StdErrs = fo.Uncertainty
 	}
