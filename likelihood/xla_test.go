@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestXLAEqualsGo evaluates the same likelihoods and gradients on XLA's CPU plugin and on the
-// pure-Go backend. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
-// The horizon is short: XLA's compile time grows steeply with the size of these unrolled,
-// scalarized graphs (see the README's Backends section).
+// TestXLAEqualsGo evaluates the same likelihoods and gradients on XLA's CPU plugin (the looped
+// form, reverse-mode gradients, and for ours forward-mode ones too) and on the pure-Go backend
+// (unrolled). It runs where a plugin is installed (make xla-cpu) and is skipped otherwise. The
+// horizon is short to keep the compiles few and quick.
 func TestXLAEqualsGo(t *testing.T) {
 	if _, err := graph.FindPlugin("cpu"); err != nil {
 		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
@@ -30,11 +30,15 @@ func TestXLAEqualsGo(t *testing.T) {
 		require.NoError(t, err)
 		natural, theta := testTheta(m.Spec())
 		trials := simulateTrials(t, m, control.ObservePartial, natural, 2, 3, 1)
-		for _, method := range []Method{Ours, MCEBaseline} {
+		for _, cfg := range []Options{{Method: Ours}, {Method: MCEBaseline}, {Method: Ours, ForwardGradient: true}} {
 			var lls [2][]float64
 			var grads [2][][]float64
 			for i, b := range []backends.Backend{bg, bx} {
-				e, err := New(m, b, Options{Method: method})
+				o := cfg
+				if b == bg {
+					o.ForwardGradient = false
+				}
+				e, err := New(m, b, o)
 				require.NoError(t, err)
 				d, err := e.Prepare([][][][]float64{trials, trials}, 0)
 				require.NoError(t, err)
@@ -44,9 +48,9 @@ func TestXLAEqualsGo(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for r := range 2 {
-				assert.InEpsilon(t, lls[0][r], lls[1][r], 1e-9, "%s %s loglik", name, method)
+				assert.InEpsilon(t, lls[0][r], lls[1][r], 1e-9, "%s %+v loglik", name, cfg)
 				for j := range grads[0][r] {
-					assert.InDelta(t, grads[0][r][j], grads[1][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])), "%s %s grad %d", name, method, j)
+					assert.InDelta(t, grads[0][r][j], grads[1][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])), "%s %+v grad %d", name, cfg, j)
 				}
 			}
 		}
