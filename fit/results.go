@@ -129,6 +129,22 @@ func (r Record) Values() map[string]float64 {
 	return out
 }
 
+// Scaled returns Values in the fitting scales of spec's parameters (log10 or linear), for the
+// parameters of spec that the record holds; nil for a record without values.
+func (r Record) Scaled(spec models.Spec) map[string]float64 {
+	values := r.Values()
+	if values == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, p := range spec.Params {
+		if v, ok := values[p.Name]; ok {
+			out[p.Name] = p.ToScale(v)
+		}
+	}
+	return out
+}
+
 // UnmarshalJSON reads a record, also one written by an earlier version (see Record).
 func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record // without this method

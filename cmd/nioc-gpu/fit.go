@@ -161,15 +161,8 @@ func readStarts(path string, spec models.Spec, set *data.Set, k, n int) (map[str
 func startsOf(recs []fit.Record, spec models.Spec) map[string]map[string]float64 {
 	starts := map[string]map[string]float64{}
 	for _, r := range recs {
-		if r.Params == nil {
-			continue
-		}
-		values := r.Values()
-		starts[r.Subject] = map[string]float64{}
-		for _, p := range spec.Params {
-			if v, ok := values[p.Name]; ok {
-				starts[r.Subject][p.Name] = p.ToScale(v)
-			}
+		if r.Params != nil {
+			starts[r.Subject] = r.Scaled(spec)
 		}
 	}
 	return starts

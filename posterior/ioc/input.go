@@ -110,13 +110,8 @@ func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[st
 	var absent []string
 	for _, id := range subjects {
 		r := recs[id]
-		est := Estimate{Scaled: map[string]float64{}, StdErr: r.StdErr}
-		values := r.Values() // the estimates and the values the fit held fixed
-		for _, p := range spec.Params {
-			if v, ok := values[p.Name]; ok {
-				est.Scaled[p.Name] = p.ToScale(v)
-			}
-		}
+		// the estimates and the values the fit held fixed
+		est := Estimate{Scaled: r.Scaled(spec), StdErr: r.StdErr}
 		for _, name := range sampled {
 			if _, ok := est.Scaled[name]; !ok && !slices.Contains(absent, name) {
 				absent = append(absent, name)
