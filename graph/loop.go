@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,14 @@ func (e *Engine) Stats() ProgramStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.stats
+}
+
+// has reports whether the program of key has been asked for before.
+func (e *Engine) has(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.progs[key]
+	return ok
 }
 
 // Calls returns the number of program runs so far (forward and vector–Jacobian products).
@@ -399,6 +408,7 @@ func (tp *Tape) Backward(out *Value) {
 		ones[i] = 1
 	}
 	tp.ct[out] = NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
+	tp.precompileVJPs(out)
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]
 		if c.marker != nil {
@@ -413,33 +423,25 @@ func (tp *Tape) Backward(out *Value) {
 	}
 }
 
-// vjp runs the vector–Jacobian product of call c: the cotangents of its outputs (missing ones
-// as zeros within a group that has some) give, added to what they already hold, those of its
-// differentiated inputs.
-func (tp *Tape) vjp(c *call) {
+// vjpSpecOf returns the vector–Jacobian product of call c as Backward runs it, given which
+// values hold a cotangent by then (has): which output groups receive cotangents (missing ones
+// as zeros within a group that has some), which input groups are differentiated, and which of
+// those add to a cotangent they already hold. It reports false if no cotangent reaches c.
+// Which values hold a cotangent follows from the recorded calls alone, not from the numbers,
+// so precompileVJPs can find every program Backward will need before it runs any.
+func vjpSpecOf(c *call, has func(*Value) bool) (*vjpSpec, bool) {
 	v := &vjpSpec{ctOut: make([]bool, len(c.outs)), gradIn: make([]bool, c.groups()), accIn: make([]bool, c.groups())}
-	var cts []*tensors.Tensor
 	flows := false
 	for j, o := range c.outs {
 		for _, x := range o {
-			v.ctOut[j] = v.ctOut[j] || (x.lay.nodes > 0 && tp.ct[x] != nil)
+			v.ctOut[j] = v.ctOut[j] || (x.lay.nodes > 0 && has(x))
 		}
-		if v.ctOut[j] {
-			flows = true
-			for _, x := range o {
-				t := tp.ct[x]
-				if t == nil {
-					t = tp.zeros(x)
-				}
-				cts = append(cts, t)
-			}
-		}
+		flows = flows || v.ctOut[j]
 	}
 	if !flows {
-		return
+		return nil, false
 	}
 	seen := map[*Value]bool{}
-	var accs []*tensors.Tensor
 	for i := range c.groups() {
 		g := c.group(i)
 		v.gradIn[i] = g[0].grad && g[0].lay.nodes > 0
@@ -451,25 +453,119 @@ func (tp *Tape) vjp(c *call) {
 				panic(fmt.Sprintf("graph: %s takes the same differentiated value twice", c.name))
 			}
 			seen[x] = true
-			v.accIn[i] = v.accIn[i] || tp.ct[x] != nil
-		}
-		if v.accIn[i] {
-			for _, x := range g {
-				t := tp.ct[x]
-				if t == nil {
-					t = tp.zeros(x)
-				}
-				accs = append(accs, t)
-			}
+			v.accIn[i] = v.accIn[i] || has(x)
 		}
 	}
+	return v, true
+}
+
+// vjpKey names the program of call c's vector–Jacobian product v in the Engine.
+func (tp *Tape) vjpKey(c *call, v *vjpSpec) string {
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v|vjp%v%v%v", c.name, c.steps, c.dense, v.ctOut, v.gradIn, v.accIn)
 	tp.inputKey(&key, c)
-	prog := tp.e.program(key.String(), func(g *G.Graph) ([]*G.Node, []outGroup) {
+	return key.String()
+}
+
+// vjpProgram returns the (cached) program of call c's vector–Jacobian product v.
+func (tp *Tape) vjpProgram(c *call, v *vjpSpec) *stageProg {
+	return tp.e.program(tp.vjpKey(c, v), func(g *G.Graph) ([]*G.Node, []outGroup) {
 		b := newStageBuilder(g, c)
 		return b.vjp(v), nil
 	})
+}
+
+// precompileVJPs compiles, concurrently, the vector–Jacobian-product programs that Backward(out)
+// will run and the Engine does not have yet. Compiling dominates an XLA evaluation's first
+// call; the programs are independent, so this divides that part of it by the cores available.
+func (tp *Tape) precompileVJPs(out *Value) {
+	has := map[*Value]bool{out: true}
+	type job struct {
+		c *call
+		v *vjpSpec
+	}
+	var jobs []job
+	keys := map[string]bool{}
+	for i := len(tp.recs) - 1; i >= 0; i-- {
+		c := tp.recs[i]
+		if c.marker != nil {
+			for _, v := range c.marker {
+				if v.grad && v.lay.nodes > 0 {
+					has[v] = true
+				}
+			}
+			continue
+		}
+		v, ok := vjpSpecOf(c, func(x *Value) bool { return has[x] })
+		if !ok {
+			continue
+		}
+		for i, d := range v.gradIn {
+			if d {
+				for _, x := range c.group(i) {
+					has[x] = true
+				}
+			}
+		}
+		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.has(k) {
+			keys[k] = true
+			jobs = append(jobs, job{c, v})
+		}
+	}
+	if len(jobs) < 2 {
+		return // nothing to gain: Backward compiles it
+	}
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				recover() // the error is kept with the program; Backward reports it
+				<-sem
+				wg.Done()
+			}()
+			tp.vjpProgram(j.c, j.v)
+		}()
+	}
+	wg.Wait()
+}
+
+// vjp runs the vector–Jacobian product of call c: the cotangents of its outputs (missing ones
+// as zeros within a group that has some) give, added to what they already hold, those of its
+// differentiated inputs.
+func (tp *Tape) vjp(c *call) {
+	v, ok := vjpSpecOf(c, func(x *Value) bool { return tp.ct[x] != nil })
+	if !ok {
+		return
+	}
+	var cts, accs []*tensors.Tensor
+	for j, o := range c.outs {
+		if !v.ctOut[j] {
+			continue
+		}
+		for _, x := range o {
+			t := tp.ct[x]
+			if t == nil {
+				t = tp.zeros(x)
+			}
+			cts = append(cts, t)
+		}
+	}
+	for i := range c.groups() {
+		if !v.accIn[i] {
+			continue
+		}
+		for _, x := range c.group(i) {
+			t := tp.ct[x]
+			if t == nil {
+				t = tp.zeros(x)
+			}
+			accs = append(accs, t)
+		}
+	}
+	prog := tp.vjpProgram(c, v)
 	out := tp.e.execute(prog, append(append(tp.inputTensors(c), cts...), accs...))
 	k := 0
 	for i := range c.groups() {

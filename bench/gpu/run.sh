@@ -5,11 +5,14 @@
 # Each step writes OUT/STEP.md (OUT defaults to out/gpu) and prints it.
 #
 #   bench/gpu/run.sh env       the CUDA plugin found, nvidia-smi
+#   bench/gpu/run.sh loglik    `nioc-gpu loglik --backend xla` wall time (compile included) of
+#                              each task (TASKS, default all five) on 50 simulated trials, and
+#                              its value and gradient beside the Go backend's
 #   bench/gpu/run.sh fit       100 reaching subjects (50 restarts × 50 trials, partially
 #                              observable), all batched: wall time, subjects per hour, accuracy
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
 #                              vectors × 50 trials, up to the first size that fails
-#   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials
+#   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
 #   bench/gpu/run.sh sample    posterior sampler speed, one pendulum subject
 #
@@ -17,7 +20,7 @@
 # xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
 # LD_LIBRARY_PATH). Compiling takes 15–85 s per task and batch shape on an H100.
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|fit|sweep|tasks|forward|sample}
+step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
@@ -58,6 +61,18 @@ out=$OUT/$step.md
 		bin/nioc-gpu backend --check
 		nvidia-smi || true
 		;;
+	loglik)
+		for t in ${TASKS:-reaching navigation pendulum cartpole lightdark}; do
+			bin/nioc-gpu simulate --task "$t" --trials 50 --seed 1 --force --out "$OUT/$t.csv" 2>/dev/null
+			s=$(date +%s.%N)
+			x=$(bin/nioc-gpu loglik --backend xla --task "$t" --data "$OUT/$t.csv")
+			e=$(date +%s.%N)
+			g=$(bin/nioc-gpu loglik --backend go --task "$t" --data "$OUT/$t.csv")
+			awk -v t="$t" -v s="$s" -v e="$e" 'BEGIN { printf "%s: loglik --backend xla %.1f s wall, compile included\n", t, e - s }'
+			echo "  xla: $x"
+			echo "  go:  $g"
+		done
+		;;
 	fit)
 		bin/nioc-gpu simulate --task reaching --subjects 100 --trials 50 --seed 7 --force --out "$OUT/study.csv"
 		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
@@ -72,10 +87,10 @@ out=$OUT/$step.md
 		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
 		;;
 	sweep)
-		bin/bench-table -tasks reaching -rows 1,50,500,2500,10000 -fits=false -xla off
+		bin/bench-table -tasks reaching -rows "${ROWS:-1,50,500,2500,10000}" -fits=false -xla off
 		;;
 	tasks)
-		bin/bench-table -rows 1,50 -fits=false -xla off
+		bin/bench-table -rows "${ROWS:-1,50}" -fits=false -xla off
 		;;
 	forward)
 		bin/bench-table -tasks "" -forward reaching -fits=false -xla off

@@ -52,8 +52,8 @@ func main() {
 	}
 	fmt.Println("## Log-likelihood value + exact gradient, 50 trials per parameter vector")
 	fmt.Println()
-	fmt.Println("| task | parameter vectors | graph nodes | build+compile | per evaluation | vectors/s | transitions/s |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| task | parameter vectors | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation | vectors/s | transitions/s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	data := map[string][][][][]float64{}
 	for _, name := range names(*tasks) {
 		m, err := models.Get(name)
@@ -73,10 +73,10 @@ func main() {
 			}
 			et, err := bench.TimeEval(m, b, ds[0], rows, rep)
 			if err != nil {
-				fmt.Printf("| %s | %d | failed: %s | | | | |\n", name, rows, strings.ReplaceAll(err.Error(), "\n", " "))
+				fmt.Printf("| %s | %d | failed: %s | | | | | | |\n", name, rows, strings.ReplaceAll(err.Error(), "\n", " "))
 				break
 			}
-			fmt.Printf("| %s | %d | %d | %.2f s | %.3f s | %.1f | %.3g |\n", name, rows, et.Nodes, et.Build.Seconds(), et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS)
+			fmt.Printf("| %s | %d | %d | %d | %.2f s | %d | %.3f s | %.1f | %.3g |\n", name, rows, et.Builds, et.Nodes, et.Build.Seconds(), et.Calls, et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS)
 		}
 	}
 	if !*fits {
