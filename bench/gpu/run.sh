@@ -93,7 +93,7 @@ out=$OUT/$step.md
 		bin/bench-table -rows "${ROWS:-1,50}" -fits=false -xla off
 		;;
 	forward)
-		bin/bench-table -tasks "" -forward reaching -fits=false -xla off
+		bin/bench-table -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
 		;;
 	sample)
 		bin/bench-sample -tasks pendulum -subjects 1

@@ -37,6 +37,7 @@ func main() {
 	xlaRestarts := flag.Int("xla-restarts", 50, "restarts per fit in the go-vs-xla comparison")
 	rowList := flag.String("rows", "1,50", "parameter vectors per evaluation in the first table, ascending; a task's list stops at the first size that fails (out of memory, say)")
 	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
+	forwardSmall := flag.Bool("forward-1", true, "-forward: also measure 1 parameter vector × 50 trials (each batch size compiles its own programs: false saves a GPU's minutes)")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
@@ -45,7 +46,7 @@ func main() {
 	}
 	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
 	if *forward != "" {
-		compareModes(b, *forward)
+		compareModes(b, *forward, *forwardSmall)
 	}
 	if len(names(*tasks)) == 0 {
 		return
@@ -171,7 +172,7 @@ func compareXLA(mode, tasks string, restarts int) {
 
 // compareModes times the looped form's gradient in reverse mode over the recorded calls and in
 // forward mode (tangents along the parameters carried through every step) on backend b.
-func compareModes(b backends.Backend, tasks string) {
+func compareModes(b backends.Backend, tasks string, small bool) {
 	fmt.Println("## Looped form: reverse vs forward mode, value + gradient, 50 trials per parameter vector")
 	fmt.Println()
 	fmt.Println("| task | parameters | gradient | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 |")
@@ -188,17 +189,21 @@ func compareModes(b backends.Backend, tasks string) {
 		var per [2]float64
 		for i, mode := range []string{"reverse", "forward"} {
 			opts := likelihood.Options{Form: likelihood.FormLooped, ForwardGradient: mode == "forward"}
-			e1, err := bench.TimeEvalWith(m, b, opts, ds[0], 1, 3)
-			if err != nil {
-				fail(err)
+			one := "—"
+			if small {
+				e1, err := bench.TimeEvalWith(m, b, opts, ds[0], 1, 3)
+				if err != nil {
+					fail(err)
+				}
+				one = fmt.Sprintf("%.4f s", e1.PerEval.Seconds())
 			}
 			e50, err := bench.TimeEvalWith(m, b, opts, ds[0], 50, 2)
 			if err != nil {
 				fail(err)
 			}
 			per[i] = e50.PerEval.Seconds()
-			fmt.Printf("| %s | %d | %s | %d | %d | %.1f s | %d | %.4f s | %.4f s |\n", name, len(m.Spec().Params), mode, e1.Builds, e1.Nodes,
-				e1.Build.Seconds(), e1.Calls, e1.PerEval.Seconds(), e50.PerEval.Seconds())
+			fmt.Printf("| %s | %d | %s | %d | %d | %.1f s | %d | %s | %.4f s |\n", name, len(m.Spec().Params), mode, e50.Builds, e50.Nodes,
+				e50.Build.Seconds(), e50.Calls, one, e50.PerEval.Seconds())
 		}
 		fmt.Printf("| %s | | forward / reverse, 50 × 50 | | | | | | %.2f× |\n", name, per[1]/per[0])
 	}
