@@ -374,6 +374,18 @@ func (tp *Tape) inputTensors(c *call) []*tensors.Tensor {
 	return in
 }
 
+// cotangents appends to dst the cotangent of each of vals, zeros where it has none.
+func (tp *Tape) cotangents(dst []*tensors.Tensor, vals []*Value) []*tensors.Tensor {
+	for _, x := range vals {
+		t := tp.ct[x]
+		if t == nil {
+			t = tp.zeros(x)
+		}
+		dst = append(dst, t)
+	}
+	return dst
+}
+
 // zeros returns a zero cotangent for v.
 func (tp *Tape) zeros(v *Value) *tensors.Tensor {
 	size := v.lay.nodes
@@ -542,27 +554,13 @@ func (tp *Tape) vjp(c *call) {
 	}
 	var cts, accs []*tensors.Tensor
 	for j, o := range c.outs {
-		if !v.ctOut[j] {
-			continue
-		}
-		for _, x := range o {
-			t := tp.ct[x]
-			if t == nil {
-				t = tp.zeros(x)
-			}
-			cts = append(cts, t)
+		if v.ctOut[j] {
+			cts = tp.cotangents(cts, o)
 		}
 	}
 	for i := range c.groups() {
-		if !v.accIn[i] {
-			continue
-		}
-		for _, x := range c.group(i) {
-			t := tp.ct[x]
-			if t == nil {
-				t = tp.zeros(x)
-			}
-			accs = append(accs, t)
+		if v.accIn[i] {
+			accs = tp.cotangents(accs, c.group(i))
 		}
 	}
 	prog := tp.vjpProgram(c, v)

@@ -18,7 +18,7 @@
 #
 # The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
 # xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
-# LD_LIBRARY_PATH). Compiling takes 15–85 s per task and batch shape on an H100.
+# LD_LIBRARY_PATH). Compiling takes 10–65 s per task and batch shape on an H100 (2026-11-24).
 set -euo pipefail
 step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample}
 OUT=${OUT:-out/gpu}
