@@ -346,11 +346,18 @@ func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Po
 			err = fmt.Errorf("iLQG rollout: %v", r)
 		}
 	}()
-	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
-	one := []int{P, 1}
-	xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
-	L, l := tp.Series(pol.Gain, T, k*n, one, false), tp.Series(pol.Offset, T, k, one, false)
-	ux, xT, cost := sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
+	thetaFlat := tensors.MustCopyFlatData[float64](thetaT)
+	flow := func(tp *graph.Tape) (ux []*graph.Value, xT, cost *graph.Value) {
+		theta := tp.Input(thetaFlat, len(sv.sym.Spec.Params), []int{P, 1}, false)
+		one := []int{P, 1}
+		xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
+		L, l := tp.Series(pol.Gain, T, k*n, one, false), tp.Series(pol.Offset, T, k, one, false)
+		return sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
+	}
+	if err := tp.Precompile(fmt.Sprint("rollout", P, T, K), func(dry *graph.Tape) { flow(dry) }); err != nil {
+		return nil, nil, nil, fmt.Errorf("iLQG rollout: %w", err)
+	}
+	ux, xT, cost := flow(tp)
 	X, U = make([]float64, (T+1)*n*P*K), make([]float64, T*k*P*K)
 	for t, v := range ux {
 		flat := tp.Fetch(v) // [k + n][P·K]
@@ -421,10 +428,17 @@ func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err er
 			err = fmt.Errorf("iLQG backward pass: %v", r)
 		}
 	}()
-	theta := tp.Input(tensors.MustCopyFlatData[float64](thetaT), len(sv.sym.Spec.Params), []int{P, 1}, false)
-	one := []int{P, 1}
-	X, U, Lprev := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false), tp.Series(pol.Gain, T, k*n, one, false)
-	gains := sv.backwardFlow(tp, theta, X, U, Lprev)
+	thetaFlat := tensors.MustCopyFlatData[float64](thetaT)
+	flow := func(tp *graph.Tape) []*graph.Value {
+		theta := tp.Input(thetaFlat, len(sv.sym.Spec.Params), []int{P, 1}, false)
+		one := []int{P, 1}
+		X, U, Lprev := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false), tp.Series(pol.Gain, T, k*n, one, false)
+		return sv.backwardFlow(tp, theta, X, U, Lprev)
+	}
+	if err := tp.Precompile(fmt.Sprint("backward", P, T), func(dry *graph.Tape) { flow(dry) }); err != nil {
+		return fmt.Errorf("iLQG backward pass: %w", err)
+	}
+	gains := flow(tp)
 	Gain, Offset, Hessian := make([]float64, T*k*n*P), make([]float64, T*k*P), make([]float64, T*k*k*P)
 	for t, v := range gains {
 		flat := tp.Fetch(v) // [k·n + k + k·k][P]

@@ -267,15 +267,21 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 			err = fmt.Errorf("simulate: %v", r)
 		}
 	}()
-	one, trials := []int{P, 1}, []int{P, M}
-	gains := make([]*graph.Value, T)
-	for t := range T {
-		g := append(append(append([]float64{}, pol.Gain[t*k*n*P:(t+1)*k*n*P]...), pol.Offset[t*k*P:(t+1)*k*P]...), pol.Hessian[t*k*k*P:(t+1)*k*k*P]...)
-		gains[t] = tp.Input(g, k*n+k+k*k, one, false)
+	flow := func(tp *graph.Tape) []*graph.Value {
+		one, trials := []int{P, 1}, []int{P, M}
+		gains := make([]*graph.Value, T)
+		for t := range T {
+			g := append(append(append([]float64{}, pol.Gain[t*k*n*P:(t+1)*k*n*P]...), pol.Offset[t*k*P:(t+1)*k*P]...), pol.Hessian[t*k*k*P:(t+1)*k*k*P]...)
+			gains[t] = tp.Input(g, k*n+k+k*k, one, false)
+		}
+		xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
+		vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
+		return simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
 	}
-	xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
-	vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
-	xs := simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
+	if err := tp.Precompile(fmt.Sprint(P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	xs := flow(tp)
 	X = make([]float64, (T+1)*n*P*M)
 	for i := range n {
 		for j := range P * M {

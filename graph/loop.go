@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,17 +20,18 @@ type Engine struct {
 
 	mu    sync.Mutex
 	progs map[string]*stageProg
+	warm  map[string]bool // Tape.Precompile's keys
 	stats ProgramStats
 	calls int
 }
 
 // NewEngine returns an Engine that compiles for backend b.
 func NewEngine(b backends.Backend) *Engine {
-	return &Engine{backend: b, progs: map[string]*stageProg{}}
+	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}}
 }
 
-// Stats returns the engine's build statistics: Builds counts programs compiled, Nodes the
-// largest program's node count.
+// Stats returns the engine's build statistics: Builds counts programs built, Compiles those
+// compiled, Nodes the largest program's node count.
 func (e *Engine) Stats() ProgramStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -53,11 +53,16 @@ func (e *Engine) Calls() int {
 	return e.calls
 }
 
+// stageProg is one program of an Engine: its graph, built once, and compiled once.
 type stageProg struct {
-	once sync.Once
-	err  error
-	g    *G.Graph
-	outs []outGroup
+	name        string
+	once        sync.Once // builds g
+	err         error     // building failed
+	g           *G.Graph  // nil if every output is a constant
+	outputs     []*G.Node
+	outs        []outGroup
+	compileOnce sync.Once
+	cerr        error // compiling failed
 }
 
 type outGroup struct {
@@ -101,6 +106,10 @@ type Tape struct {
 	fwd      int    // forward mode (NewForwardTape): the number of directions, else 0
 	seed     *Value // forward mode: the differentiated input
 	seedGrad []float64
+
+	dry     bool     // runs nothing (Dry): builds programs for Compile
+	pending []func() // dry: what Compile runs, concurrently
+	queued  map[*stageProg]bool
 }
 
 // NewTape returns an empty Tape; with grad it records what Backward needs.
@@ -108,12 +117,82 @@ func (e *Engine) NewTape(grad bool) *Tape {
 	return &Tape{e: e, record: grad, ct: map[*Value]*tensors.Tensor{}}
 }
 
+// Dry returns an empty tape of tp's kind (recording or not, reverse or forward mode) that runs
+// nothing: a Flow and Backward on it build, in order, every program that they would run on a
+// tape of that kind with inputs of the same shapes, and Compile then compiles them
+// concurrently. Values on a dry tape carry layouts and shapes but no numbers (Fetch and Grad
+// give zeros). Dry suits Flows whose calls do not depend on the numbers (no Fetch between
+// stages), such as a likelihood.
+func (tp *Tape) Dry() *Tape {
+	return &Tape{e: tp.e, record: tp.record, fwd: tp.fwd, ct: map[*Value]*tensors.Tensor{}, dry: true, queued: map[*stageProg]bool{}}
+}
+
+// Compile compiles, concurrently, the programs that a dry tape's Flow and Backward asked for
+// and the Engine has not compiled yet, and returns what failed. It panics if tp is not dry.
+func (tp *Tape) Compile() error {
+	if !tp.dry {
+		panic("graph: Compile of a tape that is not dry")
+	}
+	err := parallel(tp.pending)
+	tp.pending = nil
+	return err
+}
+
+// Precompile runs flow on a dry tape of tp's kind and compiles, concurrently, the programs it
+// asked for (Dry, Compile), the first time tp's Engine is given key: key names what the
+// programs depend on (the flow and its input shapes). flow must call on its tape what it will
+// call on tp, Backward included. After a successful Precompile, running flow on tp compiles
+// nothing more (ProgramStats.Late stays unchanged) unless its calls depend on the numbers.
+func (tp *Tape) Precompile(key string, flow func(dry *Tape)) error {
+	e := tp.e
+	e.mu.Lock()
+	warm := e.warm[key]
+	e.mu.Unlock()
+	if warm {
+		return nil
+	}
+	dry := tp.Dry()
+	flow(dry)
+	if err := dry.Compile(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.warm[key] = true
+	e.mu.Unlock()
+	return nil
+}
+
+// queue has a dry tape's Compile compile p.
+func (tp *Tape) queue(p *stageProg) {
+	if p.g != nil && !tp.queued[p] {
+		tp.queued[p] = true
+		tp.pending = append(tp.pending, func() { tp.e.compile(p, false) })
+	}
+}
+
+// dryOuts returns the (nil) tensors that a dry run of c gives for its program's output groups.
+func dryOuts(c *call, outs []outGroup, tangents bool) []*tensors.Tensor {
+	n := 0
+	for _, og := range outs {
+		if og.lay.nodes > 0 {
+			n += max(c.steps, 1)
+		}
+	}
+	if tangents {
+		n *= 2
+	}
+	return make([]*tensors.Tensor, n)
+}
+
 // Input uploads data, k values each of dimensions batch, as a value whose entries are all
 // nodes; grad marks it as differentiated (Backward gives its cotangent).
 func (tp *Tape) Input(data []float64, k int, batch []int, grad bool) *Value {
 	dims := append([]int{k}, batch...)
-	t := NewTensor(data, dims...)
-	tp.owned = append(tp.owned, t)
+	var t *tensors.Tensor
+	if !tp.dry {
+		t = NewTensor(data, dims...)
+		tp.owned = append(tp.owned, t)
+	}
 	v := &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch), grad: grad}
 	if grad && tp.fwd > 0 {
 		tp.seedTangents(v, k, batch)
@@ -146,6 +225,9 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 	}
 	out := make([]float64, v.Len()*size)
 	var data []float64
+	if tp.dry {
+		return out
+	}
 	if v.t != nil {
 		data = tensors.MustCopyFlatData[float64](v.t)
 	}
@@ -181,7 +263,7 @@ func (tp *Tape) Grad(v *Value) []float64 {
 	}
 	out := make([]float64, v.Len()*size)
 	t := tp.ct[v]
-	if t == nil {
+	if t == nil || tp.dry {
 		return out
 	}
 	data := tensors.MustCopyFlatData[float64](t)
@@ -328,7 +410,13 @@ func (tp *Tape) run(c *call) {
 		b := newStageBuilder(g, c)
 		return b.forward()
 	})
-	out := tp.e.execute(prog, tp.inputTensors(c))
+	var out []*tensors.Tensor
+	if tp.dry {
+		tp.queue(prog)
+		out = dryOuts(c, prog.outs, false)
+	} else {
+		out = tp.e.execute(prog, tp.inputTensors(c))
+	}
 	tp.setOuts(c, prog.outs, out, grad)
 	tp.owned = append(tp.owned, out...)
 	if tp.record && grad {
@@ -411,6 +499,10 @@ func (tp *Tape) Backward(out *Value) {
 	if out.lay.nodes == 0 {
 		return
 	}
+	if tp.dry {
+		tp.pending = append(tp.pending, tp.vjpJobs(out)...)
+		return
+	}
 	size := out.lay.nodes
 	for _, d := range out.batch {
 		size *= d
@@ -420,7 +512,9 @@ func (tp *Tape) Backward(out *Value) {
 		ones[i] = 1
 	}
 	tp.ct[out] = NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
-	tp.precompileVJPs(out)
+	if jobs := tp.vjpJobs(out); len(jobs) > 1 {
+		_ = parallel(jobs) // an error stays with its program, and the Backward below reports it
+	}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]
 		if c.marker != nil {
@@ -487,16 +581,13 @@ func (tp *Tape) vjpProgram(c *call, v *vjpSpec) *stageProg {
 	})
 }
 
-// precompileVJPs compiles, concurrently, the vector–Jacobian-product programs that Backward(out)
-// will run and the Engine does not have yet. Compiling dominates an XLA evaluation's first
-// call; the programs are independent, so this divides that part of it by the cores available.
-func (tp *Tape) precompileVJPs(out *Value) {
+// vjpJobs returns a task for each vector–Jacobian-product program that Backward(out) will run
+// and the Engine does not have yet: the task builds and compiles it. Which values get
+// cotangents follows from the recorded calls alone (vjpSpecOf), so the programs are known
+// before any runs, and Backward compiles them concurrently.
+func (tp *Tape) vjpJobs(out *Value) []func() {
 	has := map[*Value]bool{out: true}
-	type job struct {
-		c *call
-		v *vjpSpec
-	}
-	var jobs []job
+	var jobs []func()
 	keys := map[string]bool{}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]
@@ -521,27 +612,10 @@ func (tp *Tape) precompileVJPs(out *Value) {
 		}
 		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.has(k) {
 			keys[k] = true
-			jobs = append(jobs, job{c, v})
+			jobs = append(jobs, func() { tp.e.compile(tp.vjpProgram(c, v), false) })
 		}
 	}
-	if len(jobs) < 2 {
-		return // nothing to gain: Backward compiles it
-	}
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() {
-				recover() // the error is kept with the program; Backward reports it
-				<-sem
-				wg.Done()
-			}()
-			tp.vjpProgram(j.c, j.v)
-		}()
-	}
-	wg.Wait()
+	return jobs
 }
 
 // vjp runs the vector–Jacobian product of call c: the cotangents of its outputs (missing ones

@@ -42,6 +42,10 @@ func (tp *Tape) seedTangents(v *Value, k int, batch []int) {
 	if k != tp.fwd {
 		panic(fmt.Sprintf("graph: forward mode with %d directions for an input of %d entries", tp.fwd, k))
 	}
+	tp.seed = v
+	if tp.dry {
+		return
+	}
 	size := 1
 	for _, d := range batch {
 		size *= d
@@ -54,7 +58,6 @@ func (tp *Tape) seedTangents(v *Value, k int, batch []int) {
 	}
 	v.tan = NewTensor(data, append([]int{k, k}, batch...)...)
 	tp.owned = append(tp.owned, v.tan)
-	tp.seed = v
 }
 
 // forwardGrad is Backward of a forward tape: the gradient of the sum of out's entries with
@@ -70,7 +73,7 @@ func (tp *Tape) forwardGrad(out *Value) {
 		size *= d
 	}
 	tp.seedGrad = make([]float64, seed.Len()*size)
-	if out.tan == nil {
+	if out.tan == nil || tp.dry {
 		return
 	}
 	ob := out.batch
@@ -117,15 +120,21 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 		b := newStageBuilder(g, c)
 		return b.jvp(p, gradIn)
 	})
-	in := tp.inputTensors(c)
-	for i := range c.groups() {
-		if gradIn[i] {
-			for _, v := range c.group(i) {
-				in = append(in, v.tan)
+	var out []*tensors.Tensor
+	if tp.dry {
+		tp.queue(jp)
+		out = dryOuts(c, jp.outs, true)
+	} else {
+		in := tp.inputTensors(c)
+		for i := range c.groups() {
+			if gradIn[i] {
+				for _, v := range c.group(i) {
+					in = append(in, v.tan)
+				}
 			}
 		}
+		out = tp.e.execute(jp, in)
 	}
-	out := tp.e.execute(jp, in)
 	k := tp.setOuts(c, jp.outs, out, true)
 	for j, og := range jp.outs {
 		if og.lay.nodes == 0 {

@@ -4,9 +4,12 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -15,37 +18,35 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// program returns the compiled program of key, building it with build the first time.
+// program returns the program of key, building its graph with build the first time. The graph
+// is compiled by the first compile or execute of it, so that a dry run (Tape.Dry) can build
+// every program in order, each from the layouts of the last, and compile them concurrently.
 func (e *Engine) program(key string, build func(g *G.Graph) ([]*G.Node, []outGroup)) *stageProg {
 	e.mu.Lock()
 	p, ok := e.progs[key]
 	if !ok {
-		p = &stageProg{}
+		p = &stageProg{name: strings.SplitN(key, "|", 2)[0]}
 		e.progs[key] = p
 	}
 	e.mu.Unlock()
 	p.once.Do(func() {
 		defer func() {
 			if r := recover(); r != nil {
-				p.err = fmt.Errorf("building %s: %v", strings.SplitN(key, "|", 2)[0], r)
+				p.err = fmt.Errorf("building %s: %v", p.name, r)
 			}
 		}()
 		t0 := time.Now()
-		g := G.NewGraph(e.backend, strings.SplitN(key, "|", 2)[0])
+		g := G.NewGraph(e.backend, p.name)
 		outputs, outs := build(g)
 		p.outs = outs
 		if len(outputs) == 0 { // every output is a constant: nothing to run
 			return
 		}
-		t1 := time.Now()
-		g.Compile(outputs...)
-		t2 := time.Now()
-		p.g = g
+		p.g, p.outputs = g, outputs
 		e.mu.Lock()
 		e.stats.Builds++
 		e.stats.Nodes = max(e.stats.Nodes, len(g.Nodes()))
-		e.stats.BuildTime += t1.Sub(t0)
-		e.stats.CompileTime += t2.Sub(t1)
+		e.stats.BuildTime += time.Since(t0)
 		e.mu.Unlock()
 	})
 	if p.err != nil {
@@ -54,10 +55,63 @@ func (e *Engine) program(key string, build func(g *G.Graph) ([]*G.Node, []outGro
 	return p
 }
 
+// compile compiles p's graph if nobody has yet (concurrent callers wait for the first), and
+// panics with the error if compiling failed; late says the caller is about to run p (stats).
+func (e *Engine) compile(p *stageProg, late bool) {
+	p.compileOnce.Do(func() {
+		if p.g == nil {
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				p.cerr = fmt.Errorf("compiling %s: %v", p.name, r)
+			}
+		}()
+		t0 := time.Now()
+		p.g.Compile(p.outputs...)
+		e.mu.Lock()
+		e.stats.CompileTime += time.Since(t0)
+		e.stats.Compiles++
+		if late {
+			e.stats.Late++
+		}
+		e.mu.Unlock()
+	})
+	if p.cerr != nil {
+		panic(p.cerr)
+	}
+}
+
+// parallel runs tasks concurrently, GOMAXPROCS at a time, and returns their panics as errors.
+// Compiling dominates an XLA evaluation's first call and the programs are independent, so
+// compiling them this way divides that time by the cores available.
+func parallel(tasks []func()) error {
+	errs := make([]error, len(tasks))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("%v", r)
+				}
+				<-sem
+				wg.Done()
+			}()
+			task()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 func (e *Engine) execute(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
 	if p.g == nil {
 		return nil
 	}
+	e.compile(p, true)
 	args := make([]any, len(in))
 	for i, t := range in {
 		args[i] = t

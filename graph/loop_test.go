@@ -88,3 +88,64 @@ func TestLoopedFlowEqualsUnrolled(t *testing.T) {
 		assert.InDelta(t, fd, wantGrad[i], 1e-6*math.Max(1, math.Abs(fd)), "parameter %d", i)
 	}
 }
+
+// TestDryRunCompilesEverything checks that a dry run of a Flow and its Backward builds and
+// compiles every program that the real run then uses (reverse mode, forward mode and value
+// only), and that the real run gives what it gives without the dry run.
+func TestDryRunCompilesEverything(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	const T, B = 4, 2
+	ab := []float64{0.7, 0.8, -0.3, -0.2}
+	x := make([]float64, T*B)
+	for i := range x {
+		x[i] = 0.2 * float64(i%5)
+	}
+	eval := func(tp *Tape, grad bool) (val, g []float64) {
+		abv := tp.Input(ab, 2, []int{B}, true)
+		xv := tp.Series(x, T, 1, []int{B}, false)
+		out := flowProgram(tp, abv, xv)
+		val = tp.Fetch(out)
+		if grad {
+			tp.Backward(out)
+			g = tp.Grad(abv)
+		}
+		return val, g
+	}
+	for _, tc := range []struct {
+		name string
+		tape func(e *Engine) *Tape
+		grad bool
+	}{
+		{"reverse", func(e *Engine) *Tape { return e.NewTape(true) }, true},
+		{"forward", func(e *Engine) *Tape { return e.NewForwardTape(2) }, true},
+		{"value", func(e *Engine) *Tape { return e.NewTape(false) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantVal, wantGrad := eval(tc.tape(NewEngine(b)), tc.grad)
+
+			e := NewEngine(b)
+			dry := tc.tape(e).Dry()
+			val, grad := eval(dry, tc.grad)
+			assert.Equal(t, make([]float64, len(wantVal)), val, "a dry tape's values are zeros")
+			if tc.grad {
+				assert.Equal(t, make([]float64, len(wantGrad)), grad)
+			}
+			assert.Zero(t, e.Stats().Compiles, "a dry run compiles nothing before Compile")
+			require.NoError(t, dry.Compile())
+			before := e.Stats()
+			assert.Positive(t, before.Builds)
+			assert.Equal(t, before.Builds, before.Compiles, "Compile compiles every program built")
+			assert.Zero(t, e.Calls(), "a dry run runs nothing")
+
+			val, grad = eval(tc.tape(e), tc.grad)
+			after := e.Stats()
+			assert.Equal(t, before.Builds, after.Builds, "the real run needs no program the dry run missed")
+			assert.Equal(t, before.Compiles, after.Compiles)
+			assert.Zero(t, after.Late, "nothing compiled one at a time")
+			assert.Positive(t, e.Calls())
+			assert.Equal(t, wantVal, val)
+			assert.Equal(t, wantGrad, grad)
+		})
+	}
+}

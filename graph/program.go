@@ -33,6 +33,8 @@ type Program struct {
 // ProgramStats reports the cost of building and compiling a Program's graphs.
 type ProgramStats struct {
 	Builds      int           // graphs built (one per distinct input shapes)
+	Compiles    int           // graphs compiled
+	Late        int           // of Compiles, those compiled one at a time by their first run (Engine)
 	Nodes       int           // nodes of the most recently built graph
 	BuildTime   time.Duration // total time spent creating graph nodes (autodiff included)
 	CompileTime time.Duration // total time the backend spent compiling
@@ -90,6 +92,7 @@ func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
 	g.Compile(outputs...)
 	t2 := time.Now()
 	p.stats.Builds++
+	p.stats.Compiles++
 	p.stats.Nodes = len(g.Nodes())
 	p.stats.BuildTime += t1.Sub(t0)
 	p.stats.CompileTime += t2.Sub(t1)

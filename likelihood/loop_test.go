@@ -53,6 +53,9 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 				require.NoError(t, err)
 				lls[i], grads[i], err = e.Eval(d, [][]float64{theta, th2})
 				require.NoError(t, err, "%s %+v %s", name, opts, form)
+				if form == FormLooped {
+					assert.Zero(t, e.engine.Stats().Late, "%s %+v: the dry run compiled every program", name, opts)
+				}
 			}
 			for r := range 2 {
 				require.False(t, math.IsInf(lls[0][r], 0), "%s %+v: not finite", name, opts)

@@ -281,11 +281,11 @@ func (e *Evaluator) looped() bool {
 }
 
 // evalLooped is EvalAt in the looped form: the inputs are uploaded once, every stage and
-// step is a compiled program, and the gradient is reverse mode over the tape.
+// step is a compiled program, and the gradient is reverse mode over the tape. The first
+// evaluation of a shape runs the pipeline dry first (graph.Tape.Dry), so that its programs,
+// forward and vector–Jacobian products, compile concurrently.
 func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy) (loglik, grad []float64, err error) {
-	spec := e.spec
-	p, n, k := len(spec.Params), len(spec.States), len(spec.Controls)
-	T, P, N := d.Steps, d.Rows, d.Trials
+	p := len(e.spec.Params)
 	tp := e.engine.NewTape(!e.opts.ValueOnly)
 	if e.opts.ForwardGradient && !e.opts.ValueOnly {
 		tp = e.engine.NewForwardTape(p)
@@ -293,9 +293,32 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	defer tp.Release()
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("evaluating %s: %v", spec.Name, r)
+			err = fmt.Errorf("evaluating %s: %v", e.spec.Name, r)
 		}
 	}()
+	shapes := fmt.Sprint("loglik", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
+	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
+		total := e.pipeline(dry, e.loopedInputs(dry, d, flat, nominal))
+		if !e.opts.ValueOnly {
+			dry.Backward(total)
+		}
+	}); err != nil {
+		return nil, nil, fmt.Errorf("evaluating %s: %w", e.spec.Name, err)
+	}
+	in := e.loopedInputs(tp, d, flat, nominal)
+	total := e.pipeline(tp, in)
+	loglik = tp.Fetch(total)
+	if e.opts.ValueOnly {
+		return loglik, nil, nil
+	}
+	tp.Backward(total)
+	return loglik, tp.Grad(in.theta), nil
+}
+
+// loopedInputs uploads d, the parameter vectors flat and the nominal policy to tp.
+func (e *Evaluator) loopedInputs(tp *graph.Tape, d *Data, flat []float64, nominal *control.Policy) flowInputs {
+	p, n, k := len(e.spec.Params), len(e.spec.States), len(e.spec.Controls)
+	T, P, N := d.Steps, d.Rows, d.Trials
 	in := flowInputs{
 		theta: tp.Input(flat, p, []int{P, 1}, true),
 		X:     tp.Series(d.states, T+1, n, []int{P, N}, false),
@@ -315,13 +338,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	if d.nominal != nil {
 		in.nominal = tp.Series(d.nominal, T+1, n, []int{P, len(d.nominal) / ((T + 1) * n * P)}, false)
 	}
-	total := e.pipeline(tp, in)
-	loglik = tp.Fetch(total)
-	if e.opts.ValueOnly {
-		return loglik, nil, nil
-	}
-	tp.Backward(total)
-	return loglik, tp.Grad(in.theta), nil
+	return in
 }
 
 // buildUnrolled is the Program of the unrolled form: inputs θ [p, P, 1], states
