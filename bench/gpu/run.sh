@@ -18,7 +18,8 @@
 #
 # The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
 # xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
-# LD_LIBRARY_PATH). Compiling takes 10–65 s per task and batch shape on an H100 (2026-11-24).
+# LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
+# programs of a shape compiled concurrently).
 set -euo pipefail
 step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample}
 OUT=${OUT:-out/gpu}
