@@ -120,6 +120,9 @@ func newLayout(s []S) *layout {
 		b.WriteByte(',')
 	}
 	l.key = b.String()
+	if l.dense() {
+		l.key = denseLayout(len(s)).key // one program for a value, whichever way it was made
+	}
 	return l
 }
 

@@ -149,3 +149,31 @@ func TestDryRunCompilesEverything(t *testing.T) {
 		})
 	}
 }
+
+// TestScanOneProgramPerStep checks that a recursion whose first carry is made by a stage (its
+// entries all nodes) runs every step with one program: such a carry and a step's output are
+// the same layout.
+func TestScanOneProgramPerStep(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	e := NewEngine(b)
+	tp := e.NewTape(false)
+	defer tp.Release()
+	x0 := []float64{0.3, 0.5}
+	x := tp.Input(x0, 1, []int{2}, false)
+	xs := tp.Series([]float64{1, 2, 3, 4, 5, 6}, 3, 1, []int{2}, false)
+	init := tp.Map("init", func(in [][]S) [][]S { return [][]S{{Square(in[0][0]), Sin(in[0][0])}} }, x)[0]
+	last, _ := tp.Scan("step", func(c []S, x, _ [][]S) ([]S, []S) {
+		return []S{Add(c[0], x[0][0]), Mul(c[0], c[1])}, nil
+	}, init, [][]*Value{xs}, nil, false)
+	assert.Equal(t, 2, e.Stats().Builds, "the init stage and one step program")
+	got := tp.Fetch(last) // [2 entries][2 batch]
+	for j, v := range x0 {
+		c0, c1 := v*v, math.Sin(v)
+		for step := range 3 {
+			c0, c1 = c0+float64(2*step+j+1), c0*c1
+		}
+		assert.InDelta(t, c0, got[j], 1e-12)
+		assert.InDelta(t, c1, got[2+j], 1e-12)
+	}
+}
