@@ -48,7 +48,7 @@ type EvalTiming struct {
 	Task          string
 	Rows, Trials  int           // parameter vectors and trials per evaluation
 	Build         time.Duration // building and compiling the graph (once per shape)
-	Compile       time.Duration // of which the backend's compilation
+	Compile       time.Duration // the backend's compilation (summed over programs compiled at once)
 	Nodes         int
 	Calls         int           // program calls per evaluation (looped form), else 0
 	Builds        int           // programs compiled
@@ -150,7 +150,7 @@ func TimeFit(m models.Model, b backends.Backend, subjects [][][][]float64, resta
 		return FitTiming{}, err
 	}
 	st := e.Stats()
-	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall, Compile: st.BuildTime + st.CompileTime,
+	return FitTiming{Task: spec.Name, Subjects: len(subjects), Restarts: restarts, Wall: wall, Compile: st.Waited,
 		PerSubject: wall / time.Duration(len(subjects)), Evaluations: evals, Batches: f.Batches(),
 		MedianRelErr: fit.Median(errs)}, nil
 }

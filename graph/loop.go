@@ -339,7 +339,7 @@ func (tp *Tape) run(c *call) {
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v", c.name, c.steps, c.dense)
 	tp.inputKey(&key, c)
-	prog := tp.e.program(key.String(), func(g *G.Graph) ([]*G.Node, []outGroup) {
+	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup) {
 		b := newStageBuilder(g, c)
 		return b.forward()
 	})
@@ -446,7 +446,7 @@ func (tp *Tape) Backward(out *Value) {
 	}
 	tp.ct[out] = NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
 	if jobs := tp.vjpJobs(out); len(jobs) > 1 {
-		_ = parallel(jobs) // an error stays with its program, and the Backward below reports it
+		_ = tp.e.parallel(jobs) // an error stays with its program, and the Backward below reports it
 	}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]
@@ -507,8 +507,8 @@ func (tp *Tape) vjpKey(c *call, v *vjpSpec) string {
 }
 
 // vjpProgram returns the (cached) program of call c's vector–Jacobian product v.
-func (tp *Tape) vjpProgram(c *call, v *vjpSpec) *stageProg {
-	return tp.e.program(tp.vjpKey(c, v), func(g *G.Graph) ([]*G.Node, []outGroup) {
+func (tp *Tape) vjpProgram(c *call, v *vjpSpec, waits bool) *stageProg {
+	return tp.e.program(tp.vjpKey(c, v), waits, func(g *G.Graph) ([]*G.Node, []outGroup) {
 		b := newStageBuilder(g, c)
 		return b.vjp(v), nil
 	})
@@ -545,7 +545,7 @@ func (tp *Tape) vjpJobs(out *Value) []func() {
 		}
 		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.has(k) {
 			keys[k] = true
-			jobs = append(jobs, func() { tp.e.compile(tp.vjpProgram(c, v), false) })
+			jobs = append(jobs, func() { tp.e.compile(tp.vjpProgram(c, v, false), false) })
 		}
 	}
 	return jobs
@@ -570,7 +570,7 @@ func (tp *Tape) vjp(c *call) {
 			accs = tp.cotangents(accs, c.group(i))
 		}
 	}
-	prog := tp.vjpProgram(c, v)
+	prog := tp.vjpProgram(c, v, true)
 	out := tp.e.execute(prog, append(append(tp.inputTensors(c), cts...), accs...))
 	k := 0
 	for i := range c.groups() {

@@ -4,7 +4,11 @@
 
 package graph
 
-import "github.com/gomlx/gomlx/pkg/core/tensors"
+import (
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
 
 // Dry returns an empty tape of tp's kind (recording or not, reverse or forward mode) that runs
 // nothing: a Flow and Backward on it build, in order, every program that they would run on a
@@ -22,7 +26,7 @@ func (tp *Tape) Compile() error {
 	if !tp.dry {
 		panic("graph: Compile of a tape that is not dry")
 	}
-	err := parallel(tp.pending)
+	err := tp.e.parallel(tp.pending)
 	tp.pending = nil
 	return err
 }
@@ -41,7 +45,11 @@ func (tp *Tape) Precompile(key string, flow func(dry *Tape)) error {
 		return nil
 	}
 	dry := tp.Dry()
-	flow(dry)
+	t0 := time.Now()
+	flow(dry) // builds the programs
+	e.mu.Lock()
+	e.stats.Waited += time.Since(t0)
+	e.mu.Unlock()
 	if err := dry.Compile(); err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v|jvp%d%v", c.name, c.steps, c.dense, p, gradIn)
 	tp.inputKey(&key, c)
-	jp := tp.e.program(key.String(), func(g *G.Graph) ([]*G.Node, []outGroup) {
+	jp := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup) {
 		b := newStageBuilder(g, c)
 		return b.jvp(p, gradIn)
 	})

@@ -21,7 +21,8 @@ import (
 // program returns the program of key, building its graph with build the first time. The graph
 // is compiled by the first compile or execute of it, so that a dry run (Tape.Dry) can build
 // every program in order, each from the layouts of the last, and compile them concurrently.
-func (e *Engine) program(key string, build func(g *G.Graph) ([]*G.Node, []outGroup)) *stageProg {
+// waits says the caller waits for the build alone (not within a timed batch): stats.Waited.
+func (e *Engine) program(key string, waits bool, build func(g *G.Graph) ([]*G.Node, []outGroup)) *stageProg {
 	e.mu.Lock()
 	p, ok := e.progs[key]
 	if !ok {
@@ -47,6 +48,9 @@ func (e *Engine) program(key string, build func(g *G.Graph) ([]*G.Node, []outGro
 		e.stats.Builds++
 		e.stats.Nodes = max(e.stats.Nodes, len(g.Nodes()))
 		e.stats.BuildTime += time.Since(t0)
+		if waits {
+			e.stats.Waited += time.Since(t0)
+		}
 		e.mu.Unlock()
 	})
 	if p.err != nil {
@@ -74,6 +78,7 @@ func (e *Engine) compile(p *stageProg, late bool) {
 		e.stats.Compiles++
 		if late {
 			e.stats.Late++
+			e.stats.Waited += time.Since(t0)
 		}
 		e.mu.Unlock()
 	})
@@ -82,10 +87,17 @@ func (e *Engine) compile(p *stageProg, late bool) {
 	}
 }
 
-// parallel runs tasks concurrently, GOMAXPROCS at a time, and returns their panics as errors.
-// Compiling dominates an XLA evaluation's first call and the programs are independent, so
-// compiling them this way divides that time by the cores available.
-func parallel(tasks []func()) error {
+// parallel runs tasks (building and compiling programs) concurrently, GOMAXPROCS at a time,
+// adds the wall time to stats.Waited, and returns their panics as errors. Compiling dominates
+// an XLA evaluation's first call and the programs are independent, so compiling them this way
+// divides that time by the cores available.
+func (e *Engine) parallel(tasks []func()) error {
+	t0 := time.Now()
+	defer func() {
+		e.mu.Lock()
+		e.stats.Waited += time.Since(t0)
+		e.mu.Unlock()
+	}()
 	errs := make([]error, len(tasks))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup

@@ -143,6 +143,8 @@ func TestDryRunCompilesEverything(t *testing.T) {
 			assert.Equal(t, before.Builds, after.Builds, "the real run needs no program the dry run missed")
 			assert.Equal(t, before.Compiles, after.Compiles)
 			assert.Zero(t, after.Late, "nothing compiled one at a time")
+			assert.Positive(t, before.Waited, "the dry run's building and compiling is waited for")
+			assert.Equal(t, before.Waited, after.Waited, "the real run waits for no build or compile")
 			assert.Positive(t, e.Calls())
 			assert.Equal(t, wantVal, val)
 			assert.Equal(t, wantGrad, grad)

@@ -38,6 +38,10 @@ type ProgramStats struct {
 	Nodes       int           // nodes of the most recently built graph
 	BuildTime   time.Duration // total time spent creating graph nodes (autodiff included)
 	CompileTime time.Duration // total time the backend spent compiling
+	// Waited is the wall time callers spent waiting for building and compiling: BuildTime +
+	// CompileTime where graphs are built and compiled one at a time, less where an Engine
+	// builds and compiles several at once (BuildTime and CompileTime sum over them).
+	Waited time.Duration
 }
 
 type compiledGraph struct {
@@ -96,6 +100,7 @@ func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
 	p.stats.Nodes = len(g.Nodes())
 	p.stats.BuildTime += t1.Sub(t0)
 	p.stats.CompileTime += t2.Sub(t1)
+	p.stats.Waited += t2.Sub(t0)
 	cg = &compiledGraph{g: g}
 	p.compiled[key.String()] = cg
 	return cg, nil
