@@ -80,3 +80,40 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 func TestLoopedEqualsUnrolled(t *testing.T) {
 	assertFormsAgree(t, graph.BackendGo, []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"}, 6)
 }
+
+// TestLoopedEvalRowsConcurrent evaluates rows in concurrent chunks of two shapes in the looped
+// form (each shape's first evaluation compiling its programs in a dry run, possibly at the
+// same time as the other's) and checks the values and gradients against one evaluation of all
+// rows, and that no program was compiled outside a dry run. Run it with -race too.
+func TestLoopedEvalRowsConcurrent(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 3, 6, 2)
+	opts := Options{Form: FormLooped}
+	theta := withTemperature(m.Spec(), opts)
+	rows := make([][][][]float64, 9)
+	thetas := make([][]float64, 9)
+	for i := range rows {
+		rows[i], thetas[i] = trials, append([]float64(nil), theta...)
+		thetas[i][0] += 0.05 * float64(i)
+	}
+	e, err := New(m, b, opts)
+	require.NoError(t, err)
+	ll, grad, err := e.EvalRows(rows, thetas, Batching{MaxBatch: 6}) // chunks of 2 rows and 1
+	require.NoError(t, err)
+	assert.Zero(t, e.engine.Stats().Late)
+
+	whole, err := New(m, b, opts)
+	require.NoError(t, err)
+	d, err := whole.Prepare(rows, 0)
+	require.NoError(t, err)
+	wantLL, wantGrad, err := whole.Eval(d, thetas)
+	require.NoError(t, err)
+	for i := range rows {
+		assert.InEpsilon(t, wantLL[i], ll[i], 1e-12, "row %d", i)
+		assert.InDeltaSlice(t, wantGrad[i], grad[i], 1e-9, "row %d", i)
+	}
+}
