@@ -108,6 +108,7 @@ type Tape struct {
 	seedGrad []float64
 
 	dry     bool     // runs nothing (Dry): builds programs for Compile
+	warm    bool     // Precompile compiled every program this tape's flow runs
 	pending []func() // dry: what Compile runs, concurrently
 	queued  map[*stageProg]bool
 }
@@ -445,8 +446,10 @@ func (tp *Tape) Backward(out *Value) {
 		ones[i] = 1
 	}
 	tp.ct[out] = NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
-	if jobs := tp.vjpJobs(out); len(jobs) > 1 {
-		_ = tp.e.parallel(jobs) // an error stays with its program, and the Backward below reports it
+	if !tp.warm {
+		if jobs := tp.vjpJobs(out); len(jobs) > 1 {
+			_ = tp.e.parallel(jobs) // an error stays with its program, and the Backward below reports it
+		}
 	}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]

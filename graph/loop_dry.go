@@ -42,6 +42,7 @@ func (tp *Tape) Precompile(key string, flow func(dry *Tape)) error {
 	warm := e.warm[key]
 	e.mu.Unlock()
 	if warm {
+		tp.warm = true
 		return nil
 	}
 	dry := tp.Dry()
@@ -56,6 +57,7 @@ func (tp *Tape) Precompile(key string, flow func(dry *Tape)) error {
 	e.mu.Lock()
 	e.warm[key] = true
 	e.mu.Unlock()
+	tp.warm = true
 	return nil
 }
 
