@@ -354,7 +354,7 @@ func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Po
 		L, l := tp.Series(pol.Gain, T, k*n, one, false), tp.Series(pol.Offset, T, k, one, false)
 		return sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
 	}
-	if err := tp.Precompile(fmt.Sprint("rollout", P, T, K), func(dry *graph.Tape) { flow(dry) }); err != nil {
+	if err := tp.Precompile(fmt.Sprintf("rollout P%d T%d K%d", P, T, K), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return nil, nil, nil, fmt.Errorf("iLQG rollout: %w", err)
 	}
 	ux, xT, cost := flow(tp)
@@ -435,7 +435,7 @@ func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err er
 		X, U, Lprev := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false), tp.Series(pol.Gain, T, k*n, one, false)
 		return sv.backwardFlow(tp, theta, X, U, Lprev)
 	}
-	if err := tp.Precompile(fmt.Sprint("backward", P, T), func(dry *graph.Tape) { flow(dry) }); err != nil {
+	if err := tp.Precompile(fmt.Sprintf("backward P%d T%d", P, T), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return fmt.Errorf("iLQG backward pass: %w", err)
 	}
 	gains := flow(tp)

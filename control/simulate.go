@@ -278,7 +278,7 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 		vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
 		return simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
 	}
-	if err := tp.Precompile(fmt.Sprint(P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
+	if err := tp.Precompile(fmt.Sprintf("P%d T%d M%d", P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	xs := flow(tp)

@@ -296,7 +296,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 			err = fmt.Errorf("evaluating %s: %v", e.spec.Name, r)
 		}
 	}()
-	shapes := fmt.Sprint("loglik", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
+	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
 		total := e.pipeline(dry, e.loopedInputs(dry, d, flat, nominal))
 		if !e.opts.ValueOnly {
