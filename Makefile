@@ -20,8 +20,11 @@ bench-sample:
 	$(GO) run ./bench/sample $(SAMPLE_ARGS)
 
 # Side by side with the JAX reference (optional; needs Python): REF=/path/to/nioc-neurips checkout,
-# PYTHON=/path/to/venv/bin/python with bench/jaxref/requirements.txt installed.
+# PYTHON=/path/to/venv/bin/python with bench/jaxref/requirements.txt installed. By default: data
+# from the reference's own agents, 10 restarts, each tool's fit timed twice, interleaved;
+# JAX_ARGS="... --busy 1" adds a CPU-bound job beside it.
 PYTHON ?= python3
+JAX_ARGS ?= --restarts 10 --data ref --repeats 2
 bench-jax: build
 	@if [ -z "$(REF)" ]; then echo "bench-jax: set REF=/path/to/a/checkout/of/RothkopfLab/nioc-neurips (see bench/jaxref/README.md)"; exit 2; fi
 	$(PYTHON) bench/jaxref/sidebyside.py --ref $(REF) --nioc $(BIN) $(JAX_ARGS)
@@ -33,6 +36,8 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	@if command -v python3 >/dev/null 2>&1; then cd bench/jaxref && python3 -m unittest discover -p 'test_*.py'; \
+	else echo "python3 not found: the Python tests of bench/jaxref are skipped"; fi
 
 # The README's Slurm array job, run for real on a one-node Slurm started in a temporary
 # directory (root, apt-get install slurm-wlm): one task requeued midway, the merged shards

@@ -188,15 +188,17 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			c := graph.NewUnflattener(carry)
 			b := Belief{Mean: c.Vec(n), Cov: c.Mat(n, n)}
 			total := c.Scalar()
-			var a *Agent
-			var filterCov graph.Mat
+			var (
+				ll        graph.S
+				nb        Belief
+				filterCov graph.Mat
+			)
 			if tracked {
-				a = agent(ps[1:], xs[2], xs[3], xs[4], nil)
-				a.K, filterCov = TrackedFilter(s, ps[0], a, b, c.Mat(n, n))
+				a := agent(ps[1:], xs[2], xs[3], xs[4], nil)
+				ll, nb, filterCov = TrackedStep(s, ps[0], xs[0], xs[1], a, b, c.Mat(n, n), o.Jitter)
 			} else {
-				a = agent(ps[1:], xs[2], xs[3], xs[4], xs[5])
+				ll, nb = BeliefTracking(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[3], xs[4], xs[5]), b, o.Jitter)
 			}
-			ll, nb := BeliefTracking(s, ps[0], xs[0], xs[1], a, b, o.Jitter)
 			next = graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll))
 			if tracked {
 				next = graph.Flatten(next, filterCov)
@@ -348,6 +350,11 @@ func (e *Evaluator) loopedInputs(tp *graph.Tape, d *Data, flat []float64, nomina
 // LinearizeMean the nominal [T+1, n, P, N or 1] (see unrolledInputs). It outputs the row
 // sums [P] and their gradient [p, P, 1].
 func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
+	return e.buildUnrolledWith(graph.Unrolled{}, g, in)
+}
+
+// buildUnrolledWith is buildUnrolled with the unrolled Flow f (one that counts, say).
+func (e *Evaluator) buildUnrolledWith(f graph.Flow, g *G.Graph, in []*G.Node) []*G.Node {
 	spec := e.sym.Spec
 	n, k := len(spec.States), len(spec.Controls)
 	fi := flowInputs{
@@ -371,7 +378,7 @@ func (e *Evaluator) buildUnrolled(g *G.Graph, in []*G.Node) []*G.Node {
 			fi.nominal = graph.SeriesValues(in[i], 2, n)
 		}
 	}
-	total := e.pipeline(graph.Unrolled{}, fi).Scalars()[0]
+	total := e.pipeline(f, fi).Scalars()[0]
 	rows := G.Reshape(total.Node(g), in[2].Shape().Dimensions[0])
 	if e.opts.ValueOnly {
 		return []*G.Node{rows}

@@ -88,10 +88,43 @@ func addCov(A, B graph.Mat) graph.Mat {
 // update uses no state noise. It returns log p(x' | x, belief) and the next belief
 // distribution.
 func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, jitter float64) (ll graph.S, next Belief) {
-	mu, Sigma := b.Mean, b.Cov
-	u := agent.Control(mu)
-	px := control.At(s, theta, x, u)  // the state's side
-	pb := control.At(s, theta, mu, u) // the belief's side
+	return beliefTracking(s, theta, x, xnext, agent, b, newAtBelief(s, theta, agent, b), jitter)
+}
+
+// atBelief is what the agent's side of a tracking step evaluates at the mean μ of the
+// distribution of its belief: its control u(μ), the model at (μ, u(μ)) (Jacobians evaluated
+// lazily, once) and the control's covariance Cu = L Σ Lᵀ + τ H̃⁻¹. BeliefTracking and
+// TrackedFilter both need them; TrackedStep computes them once for both.
+type atBelief struct {
+	u   graph.Vec
+	p   *control.Point
+	cov graph.Mat
+}
+
+func newAtBelief(s *models.Symbolic, theta graph.Vec, agent *Agent, b Belief) *atBelief {
+	u := agent.Control(b.Mean)
+	return &atBelief{u: u, p: control.At(s, theta, b.Mean, u), cov: addCov(graph.Sandwich(agent.L, b.Cov), agent.policyNoise())}
+}
+
+// TrackedStep is one step of the default partially observable likelihood: TrackedFilter
+// gives the agent's Kalman gain at this step, with which BeliefTracking then pushes the
+// belief distribution; the model at the belief mean and the control's covariance, which
+// both use, are evaluated once. It returns what the two return.
+func TrackedStep(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, P graph.Mat, jitter float64) (ll graph.S, next Belief, nextP graph.Mat) {
+	at := newAtBelief(s, theta, agent, b)
+	var K graph.Mat
+	K, nextP = trackedFilter(agent, at, P)
+	withK := *agent
+	withK.K = K
+	ll, next = beliefTracking(s, theta, x, xnext, &withK, b, at, jitter)
+	return ll, next, nextP
+}
+
+func beliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, at *atBelief, jitter float64) (ll graph.S, next Belief) {
+	Sigma := b.Cov
+	u := at.u
+	px := control.At(s, theta, x, u) // the state's side
+	pb := at.p                       // the belief's side
 	K, L := agent.K, agent.L
 	Bx, Bb := px.B(), pb.B()
 
@@ -102,7 +135,7 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls.
 	D := graph.MatSub(pb.A(), graph.MatMul(K, pb.F()))
 	LS := graph.MatMul(L, Sigma)
-	Cu := addCov(graph.Sandwich(L, Sigma), agent.policyNoise())
+	Cu := at.cov
 	cross := graph.MatMulT(LS, D) // L Σ Dᵀ
 	BbCross := graph.MatMul(Bb, cross)
 	Sxx := graph.MatAdd(graph.Sandwich(Bx, Cu), graph.Gram(px.V()))
@@ -140,9 +173,11 @@ func BeliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 // fixed trajectory, and the difference biases the estimates (README, "Deliberate
 // differences").
 func TrackedFilter(s *models.Symbolic, theta graph.Vec, agent *Agent, b Belief, P graph.Mat) (K, next graph.Mat) {
-	p := control.At(s, theta, b.Mean, agent.Control(b.Mean))
-	covU := addCov(graph.Sandwich(agent.L, b.Cov), agent.policyNoise())
-	return control.FilterStep(p, P, agent.productNoiseCov(p.Cu(), covU))
+	return trackedFilter(agent, newAtBelief(s, theta, agent, b), P)
+}
+
+func trackedFilter(agent *Agent, at *atBelief, P graph.Mat) (K, next graph.Mat) {
+	return control.FilterStep(at.p, P, agent.productNoiseCov(at.p.Cu(), at.cov))
 }
 
 // Belief is a Gaussian N(Mean, Cov) over the agent's belief mean.

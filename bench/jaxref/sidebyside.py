@@ -4,13 +4,14 @@
 Usage:
     python bench/jaxref/sidebyside.py --ref REF_PATH --nioc BIN
         [--tasks reaching,navigation,pendulum,cartpole] [--trials 50] [--restarts 50]
-        [--sets 1] [--seed 1] [--out DIR]
+        [--sets 1] [--seed 1] [--data ours|ref] [--repeats 1] [--busy 0] [--out DIR]
 
 For every task and parameter set (set 1: the task's defaults; further sets drawn
 log-uniformly inside the search box) it
 
-1. simulates one partially observable data set with ``nioc-gpu simulate`` (our simulator)
-   and reads it back into the reference's layout x[trial, t, state];
+1. simulates one partially observable data set with ``nioc-gpu simulate`` (our agent), or
+   with ``--data ref`` with the reference's own agent (refsim.py: iLQG with 10 iterations,
+   EKF, no policy noise), and reads it back into the reference's layout x[trial, t, state];
 2. compares the log-likelihoods (sum over trials and time steps) at the truth and at one
    perturbed theta: the reference's ``FixedLinearizationInverseGILQG(env, b0=(x0, Sigma0),
    maxent_temp=T)`` against ``nioc-gpu loglik --first-order-noise --ignore-gaps --nominal-filter
@@ -19,7 +20,10 @@ log-uniformly inside the search box) it
 4. fits both: the reference's ``compute_mle`` exactly as its example.py calls it (L-BFGS-B,
    R restarts, bounds ``env.get_params_bounds()``; FixedLinearizationInverseGILQG with the
    paper temperature) and ``nioc-gpu fit --restarts R`` (our default settings), on the same
-   data, and reports wall times and errors against the truth;
+   data, and reports wall times and errors against the truth; with ``--repeats N`` each tool
+   fits N times, interleaved (reference, ours, reference, ours, ...), and the median time
+   stands; ours is timed as the whole ``nioc-gpu fit`` process; ``--busy K`` runs K CPU-bound
+   busy loops beside everything (a shared machine);
 5. prints one Markdown table and writes DIR/sidebyside.json.
 
 REF_PATH is a local checkout of the reference. It has no licence: this script only imports
@@ -88,6 +92,14 @@ def parse_args():
     ap.add_argument("--no-go-bench", action="store_true",
                     help="skip building and running bench/table (our per-evaluation time without graph building)")
     ap.add_argument("--no-fit", action="store_true", help="skip the fits (steps 1-3 only)")
+    ap.add_argument("--data", default="ours", choices=["ours", "ref"],
+                    help="who simulates the data sets: ours (`nioc-gpu simulate`, our agent) or ref (the reference's "
+                         "own agent, bench/jaxref/refsim.py: iLQG with 10 iterations, EKF, no policy noise)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="fits of each tool per set, timed interleaved (reference, ours, reference, ours, ...); "
+                         "the table shows the medians")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="CPU-bound busy loops run beside the whole comparison (a shared machine)")
     ap.add_argument("--fit-args", default="",
                     help="extra flags for `nioc-gpu fit`, written with =, e.g. --fit-args=--first-order-noise (default: none, i.e. our "
                          "default settings)")
@@ -128,7 +140,9 @@ for _t in TASK_LIST:
             "(lightdark's reference likelihood uses a different planner and is not compared here)")
 
 sys.path.insert(0, REF)
+sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
+from sbs_parse import parse_bench_table, reference_params, schedule  # noqa: E402
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -327,17 +341,39 @@ def ours_fit(task, data, out, restarts, seed):
 
 def go_bench(task, binary):
     """Our per-evaluation time from bench/table (one parameter vector, and 50 at once)."""
-    out, _, _ = run_cmd([binary, "-fits=false", "-tasks", task, "-subjects", "1"], cwd=REPO,
+    out, _, _ = run_cmd([binary, "-fits=false", "-xla=off", "-tasks", task, "-subjects", "1"], cwd=REPO,
                         what=f"{task}: our per-evaluation benchmark (bench/table)")
-    rows = {}
-    for line in out.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 7 and cells[0] == task:
-            rows[int(cells[1])] = dict(graph_nodes=int(cells[2]), build_compile_s=float(cells[3].split()[0]),
-                                       per_eval_s=float(cells[4].split()[0]), vectors_per_s=float(cells[5]))
-    if not rows:
-        raise RuntimeError("could not parse bench/table output:\n" + out[-1500:])
-    return rows
+    try:
+        return parse_bench_table(out, task)
+    except ValueError as e:
+        raise RuntimeError(f"could not parse bench/table output ({e}):\n" + out[-1500:]) from e
+
+
+def simulate_ref(task, index, truth, path):
+    """One partially observable data set of ARGS.trials trials made by the reference's own agent
+    (refsim.py), written as a nioc-gpu trajectory file with one subject."""
+    import refsim  # noqa: E402 (bench/jaxref, on sys.path)
+    t0 = time.perf_counter()
+    steps = refsim.STEPS[task]
+    sim = refsim.make_simulator(REF, task, "partial", ARGS.trials, steps, 10)
+    xs = sim(index, ARGS.seed, truth)
+    if not np.all(np.isfinite(xs)):
+        raise RuntimeError("the reference's simulation is not finite")
+    names = refsim.TASKS[task][1]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["subject", "trial", "t"] + names)
+        for r in range(xs.shape[0]):
+            for t in range(xs.shape[1]):
+                w.writerow(["1", r, t] + [format(float(v), ".17g") for v in xs[r, t]])
+    COMMANDS.append({"what": f"{task}: simulate with the reference's agent (refsim.make_simulator, max_iter 10)",
+                     "seconds": round(time.perf_counter() - t0, 3)})
+
+
+def busy_loops(n):
+    """n CPU-bound processes (busy loops) to run beside the comparison; returns them."""
+    code = "while True: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
 
 
 # ---------------------------------------------------------------- main
@@ -410,7 +446,7 @@ def main():
     result = dict(machine=machine(), versions=versions(), command=shlex.join([sys.executable] + sys.argv),
                   settings=dict(tasks=TASK_LIST, trials=ARGS.trials, restarts=ARGS.restarts, sets=ARGS.sets,
                                 seed=ARGS.seed, eval_repeats=ARGS.eval_repeats, perturbation_log10=PERTURB,
-                                fit_args=ARGS.fit_args),
+                                fit_args=ARGS.fit_args, data=ARGS.data, repeats=ARGS.repeats, busy=ARGS.busy),
                   cases=[])
     print(f"machine: {result['machine']['nproc']} CPUs, {result['machine']['cpu_model']}, "
           f"load average {result['machine']['loadavg']}", flush=True)
@@ -438,12 +474,16 @@ def main():
                                      "neither fit can reach it")
             result["cases"].append(case)
             print(f"== {task} set {si + 1} ({label}): {fmt_params(truth)}", flush=True)
-            # 1. simulate with our simulator
+            # 1. simulate, with our simulator or the reference's agent
             data = os.path.join(out_dir, f"{task}_set{si + 1}.csv")
+            case["simulator"] = ARGS.data
             try:
-                run_cmd([NIOC, "simulate", "--task", task, "--trials", str(ARGS.trials),
-                         "--seed", str(ARGS.seed + si), "--params", fmt_params(truth), "--force", "--out", data],
-                        what=f"{task}: simulate")
+                if ARGS.data == "ref":
+                    simulate_ref(task, si, truth, data)
+                else:
+                    run_cmd([NIOC, "simulate", "--task", task, "--trials", str(ARGS.trials),
+                             "--seed", str(ARGS.seed + si), "--params", fmt_params(truth), "--force", "--out", data],
+                            what=f"{task}: simulate")
                 x_np, states = read_csv(data)
                 case.update(data=data, states=states, T=x_np.shape[1] - 1)
             except Exception as e:  # noqa: BLE001
@@ -527,19 +567,24 @@ def main():
             # 4. fits
             if ARGS.no_fit:
                 continue
-            fits = dict()
-            try:
-                fo = ours_fit(task, data, os.path.join(out_dir, f"{task}_set{si + 1}_fit.jsonl"),
-                              ARGS.restarts, ARGS.seed)
-                fo["median_abs_rel_err"] = median_rel_err(fo["params"], truth)
-                fo["amortized_per_eval_s"] = fo["seconds"] / fo["evaluations"] if fo["evaluations"] else None
-                fits["ours"] = fo
-                print(f"  our fit: {fo['seconds']:.1f} s, {fo['evaluations']} evaluations, "
-                      f"median rel err {fo['median_abs_rel_err']:.3f}", flush=True)
-            except Exception as e:  # noqa: BLE001
-                fits["ours_error"] = short_err(e)
-                print("  our fit failed: " + short_err(e), flush=True)
-            if ref is not None:
+            fits = dict(order=schedule(ARGS.repeats), ours_runs=[], ref_runs=[])
+            for k, tool in enumerate(fits["order"]):
+                rep = k // 2 + 1
+                if tool == "ours":
+                    try:
+                        fo = ours_fit(task, data, os.path.join(out_dir, f"{task}_set{si + 1}_fit{rep}.jsonl"),
+                                      ARGS.restarts, ARGS.seed)
+                        fo["median_abs_rel_err"] = median_rel_err(reference_params(fo["params"], list(truth)), truth)
+                        fo["amortized_per_eval_s"] = fo["seconds"] / fo["evaluations"] if fo["evaluations"] else None
+                        fits["ours_runs"].append(fo)
+                        print(f"  our fit {rep}: {fo['process_seconds']:.1f} s (process), {fo['evaluations']} "
+                              f"evaluations, median rel err {fo['median_abs_rel_err']:.3f}", flush=True)
+                    except Exception as e:  # noqa: BLE001
+                        fits["ours_error"] = short_err(e)
+                        print("  our fit failed: " + short_err(e), flush=True)
+                    continue
+                if ref is None:
+                    continue
                 try:
                     fr = ref.mle(ARGS.restarts, ARGS.seed)
                     fr["median_abs_rel_err"] = median_rel_err(fr["params"], truth)
@@ -557,30 +602,37 @@ def main():
                         fr["compile_estimate_from"] = "first call of the per-evaluation step minus one evaluation"
                     if "compile_estimate_s" in fr:
                         fr["seconds_without_compile_estimate"] = max(fr["seconds"] - fr["compile_estimate_s"], 0.0)
-                    fits["ref"] = fr
-                    print(f"  reference fit: {fr['seconds']:.1f} s, {fr['evaluations']} evaluations, "
+                    fits["ref_runs"].append(fr)
+                    print(f"  reference fit {rep}: {fr['seconds']:.1f} s, {fr['evaluations']} evaluations, "
                           f"median rel err {fr['median_abs_rel_err']:.3f}", flush=True)
                 except Exception as e:  # noqa: BLE001
                     fits["ref_error"] = short_err(e)
                     traceback.print_exc()
                     print("  reference fit failed: " + short_err(e), flush=True)
+            # The run of median time stands for each tool (its estimates are the same each time).
+            for tool, key in (("ours", "process_seconds"), ("ref", "seconds")):
+                runs = sorted(fits[tool + "_runs"], key=lambda r: r[key])
+                if runs:
+                    fits[tool] = runs[(len(runs) - 1) // 2]
+                    fits[tool + "_seconds_all"] = [r[key] for r in fits[tool + "_runs"]]
             if "ref" in fits and "ours" in fits:
-                fits["wall_ratio_ref_over_ours"] = fits["ref"]["seconds"] / fits["ours"]["seconds"]
+                fits["wall_ratio_ref_over_ours"] = fits["ref"]["seconds"] / fits["ours"]["process_seconds"]
                 if fits["ref"].get("seconds_without_compile_estimate") is not None:
                     fits["wall_ratio_ref_without_compile_over_ours"] = (
-                        fits["ref"]["seconds_without_compile_estimate"] / fits["ours"]["seconds"])
-                # cross-evaluation: each estimate under the other implementation's objective
+                        fits["ref"]["seconds_without_compile_estimate"] / fits["ours"]["process_seconds"])
+                # cross-evaluation: each estimate under the reference's objective (which fixes the
+                # temperature: a fitted one of ours is left out)
                 cross = {}
+                ours_at_ref_names = reference_params(fits["ours"]["params"], list(truth))
                 try:
-                    cross["ref_loglik_at_ours_estimate"] = jnum(ref.eval(fits["ours"]["params"])[0])
+                    cross["ref_loglik_at_ours_estimate"] = jnum(ref.eval(ours_at_ref_names)[0])
                     cross["ref_loglik_at_ref_estimate"] = fits["ref"]["loglik"]
                 except Exception as e:  # noqa: BLE001
                     cross["ref_error"] = short_err(e)
                 try:
                     cross["ours_first_order_loglik_at_ref_estimate"] = ours_loglik(task, data,
                                                                                    fits["ref"]["params"])[0]
-                    cross["ours_first_order_loglik_at_ours_estimate"] = ours_loglik(task, data,
-                                                                                    fits["ours"]["params"])[0]
+                    cross["ours_first_order_loglik_at_ours_estimate"] = ours_loglik(task, data, ours_at_ref_names)[0]
                 except Exception as e:  # noqa: BLE001
                     cross["ours_error"] = short_err(e)
                 fits["cross"] = cross
@@ -651,7 +703,7 @@ def markdown(result):
             fmt_s(pe.get("ours_batch50_per_vector_s")),
             (fmt_s(fr["seconds"]) + (f" (≈ {fmt_s(fr['seconds_without_compile_estimate'])} w/o compile)"
                                      if fr.get("seconds_without_compile_estimate") is not None else ""))
-            if fr else "—", fmt_s(fo["seconds"]) if fo else "—",
+            if fr else "—", fmt_s(fo["process_seconds"]) if fo else "—",
             fmt_g(fit.get("wall_ratio_ref_over_ours"), ".3g"),
             fmt_g(fr["median_abs_rel_err"], ".3f") if fr else "—",
             fmt_g(fo["median_abs_rel_err"], ".3f") if fo else "—",
@@ -668,4 +720,9 @@ def markdown(result):
 
 
 if __name__ == "__main__":
-    main()
+    _busy = busy_loops(ARGS.busy)
+    try:
+        main()
+    finally:
+        for _p in _busy:
+            _p.kill()
