@@ -4,7 +4,7 @@
 //
 //	go run ./bench/table [-backend go|xla] [-tasks reaching,pendulum] [-rows 1,50,500] [-fits=false]
 //	                     [-restarts 50] [-xla auto|on|off] [-xla-tasks lightdark] [-xla-restarts 2]
-//	                     [-forward reaching]
+//	                     [-forward reaching] [-stages pendulum,navigation]
 //
 // With an XLA CPU plugin installed (make xla-cpu) it also runs the same evaluations and fits on
 // the Go and XLA backends side by side, with compile time reported separately.
@@ -37,6 +37,7 @@ func main() {
 	xlaRestarts := flag.Int("xla-restarts", 50, "restarts per fit in the go-vs-xla comparison")
 	rowList := flag.String("rows", "1,50", "parameter vectors per evaluation in the first table, ascending; a task's list stops at the first size that fails (out of memory, say)")
 	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
+	stages := flag.String("stages", "", "tasks whose likelihood graph to break down by stage, default and paper's likelihood (e.g. pendulum,navigation); none by default")
 	forwardSmall := flag.Bool("forward-1", true, "-forward: also measure 1 parameter vector × 50 trials (each batch size compiles its own programs: false saves a GPU's minutes)")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
@@ -47,6 +48,9 @@ func main() {
 	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
 	if *forward != "" {
 		compareModes(b, *forward, *forwardSmall)
+	}
+	if *stages != "" {
+		compareStages(b, *stages)
 	}
 	if len(names(*tasks)) == 0 {
 		return

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// stageColumns groups the pipeline's stages (likelihood.GraphSizes) into the table's columns.
+var stageColumns = []struct {
+	title  string
+	stages []string
+}{
+	{"controls", []string{"controls"}},
+	{"linearization", []string{"linearize", "linearize_final", "gaps"}},
+	{"backward pass", []string{"backward_init", "backward"}},
+	{"filter gains", []string{"sigma0", "kalman"}},
+	{"belief tracking", []string{"belief_init", "tracking", "tracking_total"}},
+}
+
+// compareStages prints, for each task, the graph nodes each stage of the unrolled likelihood
+// adds (forward computation) and the whole graph's with the gradient, for the default
+// likelihood and the paper's (--temperature task --nominal-filter --ignore-gaps
+// --first-order-noise): on the Go backend an evaluation of a fit's few parameter vectors
+// costs about a fixed time per node (README, "Speed").
+func compareStages(b backends.Backend, tasks string) {
+	fmt.Println("## Where an evaluation's work is: graph nodes per stage (forward), 1 × 50 trials")
+	fmt.Println()
+	head := []string{"task", "likelihood"}
+	for _, c := range stageColumns {
+		head = append(head, c.title)
+	}
+	head = append(head, "forward", "with gradient")
+	fmt.Println("| " + strings.Join(head, " | ") + " |")
+	fmt.Println("|---|---|" + strings.Repeat("---:|", len(head)-2))
+	for _, name := range names(tasks) {
+		m, err := models.Get(name)
+		if err != nil {
+			fail(err)
+		}
+		steps := m.Spec().Steps
+		for _, lk := range []struct {
+			name string
+			opts likelihood.Options
+		}{
+			{"default", likelihood.Options{FitTemperature: true, Form: likelihood.FormUnrolled}},
+			{"paper", likelihood.Options{NominalFilter: true, IgnoreGaps: true, FirstOrderNoise: true, Form: likelihood.FormUnrolled}},
+		} {
+			e, err := likelihood.New(m, b, lk.opts)
+			if err != nil {
+				fail(err)
+			}
+			sizes, total, err := e.GraphSizes(steps, 1, 50)
+			if err != nil {
+				fail(err)
+			}
+			by := map[string]int{}
+			forward := 0
+			for _, s := range sizes {
+				by[s.Name] += s.Nodes
+				forward += s.Nodes
+			}
+			row := []string{name, lk.name}
+			for _, c := range stageColumns {
+				n := 0
+				for _, s := range c.stages {
+					n += by[s]
+				}
+				row = append(row, fmt.Sprintf("%d (%.0f %%)", n, 100*float64(n)/float64(forward)))
+			}
+			row = append(row, fmt.Sprint(forward), fmt.Sprint(total))
+			fmt.Println("| " + strings.Join(row, " | ") + " |")
+		}
+	}
+	fmt.Println()
+}
