@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type ProgramStats struct {
 	Builds      int           // graphs built (one per distinct input shapes)
 	Compiles    int           // graphs compiled
 	Late        int           // of Compiles, those compiled one at a time by their first run (Engine)
+	Tapes       int           // of Compiles, those the Go backend runs as a tape (see tape)
 	Nodes       int           // nodes of the most recently built graph
 	BuildTime   time.Duration // total time spent creating graph nodes (autodiff included)
 	CompileTime time.Duration // total time the backend spent compiling
@@ -45,7 +47,8 @@ type ProgramStats struct {
 }
 
 type compiledGraph struct {
-	g *G.Graph
+	g    *G.Graph
+	tape *tape // the Go backend's executor for g, when it supports g's operations
 }
 
 // NewProgram returns a Program named name that builds its graph with build on backend b.
@@ -93,15 +96,28 @@ func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
 	}
 	outputs := p.build(g, inputs)
 	t1 := time.Now()
-	g.Compile(outputs...)
+	var tp *tape
+	if !CompilesSlowly(p.backend) && tapesEnabled() {
+		var terr error
+		tp, terr = compileTape(g, inputs, outputs) // nil: an operation it lacks, simplego runs g
+		if terr != nil && os.Getenv("NIOC_TAPE_DEBUG") != "" {
+			fmt.Fprintln(os.Stderr, terr)
+		}
+	}
+	if tp == nil {
+		g.Compile(outputs...)
+	}
 	t2 := time.Now()
 	p.stats.Builds++
 	p.stats.Compiles++
+	if tp != nil {
+		p.stats.Tapes++
+	}
 	p.stats.Nodes = len(g.Nodes())
 	p.stats.BuildTime += t1.Sub(t0)
 	p.stats.CompileTime += t2.Sub(t1)
 	p.stats.Waited += t2.Sub(t0)
-	cg = &compiledGraph{g: g}
+	cg = &compiledGraph{g: g, tape: tp}
 	p.compiled[key.String()] = cg
 	return cg, nil
 }
@@ -122,6 +138,9 @@ func (p *Program) Run(inputs ...*tensors.Tensor) (out []Tensor, err error) {
 			err = fmt.Errorf("running graph %s: %v", p.name, r)
 		}
 	}()
+	if cg.tape != nil {
+		return cg.tape.run(inputs)
+	}
 	args := make([]any, len(inputs))
 	for i, t := range inputs {
 		args[i] = t
