@@ -54,7 +54,7 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 	}
 	b.exit()
 	wg.Wait()
-	robust := f.opts.Uncertainty != UncertaintyHessian && len(s.Trials) >= MinRobustTrials*p
+	robust := f.robust(s)
 	var scores [][]float64
 	var scoreErr error
 	if robust {
@@ -135,6 +135,11 @@ func spdInverse(A [][]float64) ([][]float64, bool) {
 		inv[j] = e
 	}
 	return inv, true
+}
+
+// robust reports whether s's standard errors are the sandwich's (they need the trials' scores).
+func (f *Fitter) robust(s Subject) bool {
+	return f.opts.Uncertainty != UncertaintyHessian && len(s.Trials) >= MinRobustTrials*len(f.infer)
 }
 
 // MinRobustTrials is the fewest trials per fitted parameter with which laplace estimates the

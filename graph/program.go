@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,11 +41,14 @@ type ProgramStats struct {
 	CompileTime time.Duration // total time the backend spent compiling
 	// Waited is the wall time callers spent waiting for building and compiling: BuildTime +
 	// CompileTime where graphs are built and compiled one at a time, less where an Engine
-	// builds and compiles several at once (BuildTime and CompileTime sum over them).
+	// builds and compiles several at once (BuildTime and CompileTime sum over them). A
+	// Program builds graphs of different shapes concurrently and adds each build's time.
 	Waited time.Duration
 }
 
 type compiledGraph struct {
+	once sync.Once // builds and compiles g
+	err  error
 	g    *G.Graph
 	tape *tape // the Go backend's executor for g, when it supports g's operations
 }
@@ -73,16 +75,26 @@ func (p *Program) Compile(dims ...[]int) error {
 	return err
 }
 
-func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
+func (p *Program) get(dims [][]int) (*compiledGraph, error) {
 	var key strings.Builder
 	for _, d := range dims {
 		fmt.Fprint(&key, d, ";")
 	}
+	// Graphs of different shapes are built concurrently; a caller asking for a shape that is
+	// being built waits for it.
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cg, ok := p.compiled[key.String()]; ok {
-		return cg, nil
+	cg, ok := p.compiled[key.String()]
+	if !ok {
+		cg = &compiledGraph{}
+		p.compiled[key.String()] = cg
 	}
+	p.mu.Unlock()
+	cg.once.Do(func() { cg.err = p.build1(cg, dims) })
+	return cg, cg.err
+}
+
+// build1 builds and compiles cg's graph for inputs of dims.
+func (p *Program) build1(cg *compiledGraph, dims [][]int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("building graph %s: %v", p.name, r)
@@ -98,16 +110,14 @@ func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
 	t1 := time.Now()
 	var tp *tape
 	if !CompilesSlowly(p.backend) && tapesEnabled() {
-		var terr error
-		tp, terr = compileTape(g, inputs, outputs) // nil: an operation it lacks, simplego runs g
-		if terr != nil && os.Getenv("NIOC_TAPE_DEBUG") != "" {
-			fmt.Fprintln(os.Stderr, terr)
-		}
+		tp, _ = compileTape(g, inputs, outputs) // nil: an operation it lacks, simplego runs g
 	}
 	if tp == nil {
 		g.Compile(outputs...)
 	}
 	t2 := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.stats.Builds++
 	p.stats.Compiles++
 	if tp != nil {
@@ -117,9 +127,8 @@ func (p *Program) get(dims [][]int) (cg *compiledGraph, err error) {
 	p.stats.BuildTime += t1.Sub(t0)
 	p.stats.CompileTime += t2.Sub(t1)
 	p.stats.Waited += t2.Sub(t0)
-	cg = &compiledGraph{g: g, tape: tp}
-	p.compiled[key.String()] = cg
-	return cg, nil
+	cg.g, cg.tape = g, tp
+	return nil
 }
 
 // Run runs the program on the inputs (float64 tensors), compiling it first for new input

@@ -131,38 +131,26 @@ type tapeRun struct {
 // compileTape compiles the graph g, whose parameters are inputs, to a tape computing outputs.
 // It returns an error naming the first node it does not support.
 func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
-	nodes := g.Nodes()
+	nodes := g.Nodes() // in creation order, a node's position is its Id
 	// The nodes the outputs need.
 	need := make([]bool, len(nodes))
-	index := make(map[*G.Node]int32, len(nodes))
-	for i, n := range nodes {
-		index[n] = int32(i)
-	}
-	var mark func(n *G.Node)
-	stack := []*G.Node{}
-	mark = func(n *G.Node) {
-		stack = append(stack[:0], n)
-		for len(stack) > 0 {
-			x := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			i, ok := index[x]
-			if !ok || need[i] {
-				continue
-			}
+	stack := append([]*G.Node(nil), outputs...)
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i := x.Id(); !need[i] {
 			need[i] = true
 			stack = append(stack, x.Inputs()...)
 		}
 	}
-	for _, o := range outputs {
-		mark(o)
-	}
+	index := func(n *G.Node) int32 { return int32(n.Id()) }
 	t := &tape{nvals: len(nodes), consts: map[int32][]float64{}, slotOf: make([]int32, len(nodes))}
 	for i := range t.slotOf {
 		t.slotOf[i] = -1
 	}
 	t.params = make([]int32, len(inputs))
 	for i, in := range inputs {
-		t.params[i] = index[in]
+		t.params[i] = index(in)
 	}
 	// Last use of every value (outputs live to the end).
 	lastUse := make([]int, len(nodes))
@@ -171,11 +159,11 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 			continue
 		}
 		for _, in := range n.Inputs() {
-			lastUse[index[in]] = i
+			lastUse[index(in)] = i
 		}
 	}
 	for _, o := range outputs {
-		lastUse[index[o]] = len(nodes)
+		lastUse[index(o)] = len(nodes)
 	}
 	free := map[int][]int32{} // free slots by size
 	for i, n := range nodes {
@@ -214,7 +202,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		in.n = int32(size)
 		t.code = append(t.code, in)
 		for _, x := range n.Inputs() {
-			j := index[x]
+			j := index(x)
 			if lastUse[j] == i && t.slotOf[j] >= 0 {
 				s := t.slotOf[j]
 				free[t.sizes[s]] = append(free[t.sizes[s]], s)
@@ -223,7 +211,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		}
 	}
 	for _, o := range outputs {
-		t.outputs = append(t.outputs, index[o])
+		t.outputs = append(t.outputs, index(o))
 		t.outDims = append(t.outDims, o.Shape().Dimensions)
 	}
 	return t, nil
@@ -291,12 +279,12 @@ var unaryOps = map[G.NodeType]opcode{
 }
 
 // instruction returns n's instruction (without out and n).
-func (t *tape) instruction(n *G.Node, index map[*G.Node]int32) (instr, error) {
+func (t *tape) instruction(n *G.Node, index func(*G.Node) int32) (instr, error) {
 	ins := n.Inputs()
 	var in instr
 	for k, x := range ins {
 		if k < len(in.in) {
-			in.in[k] = index[x]
+			in.in[k] = index(x)
 		}
 	}
 	if n.NumOutputs() != 1 {
@@ -424,7 +412,7 @@ func (t *tape) instruction(n *G.Node, index map[*G.Node]int32) (instr, error) {
 		}
 		for _, x := range ins {
 			rs.parts = append(rs.parts, x.Shape().Dimensions[axis])
-			rs.operands = append(rs.operands, index[x])
+			rs.operands = append(rs.operands, index(x))
 		}
 		in.op = opConcat
 		in.aux = int32(len(t.reduces))

@@ -112,6 +112,19 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 //
 // Most is the most rows any call of the fit passes (0: unknown, then top is most).
 func chunkRows(rows, most, Most, workers int, compilesSlowly bool) int {
+	ladder := chunkLadder(most, Most, workers, compilesSlowly)
+	chunk := ladder[0]
+	for _, c := range ladder[1:] {
+		if (rows+c-1)/c > workers {
+			break
+		}
+		chunk = c
+	}
+	return chunk
+}
+
+// chunkLadder returns the chunk sizes chunkRows chooses from, largest first.
+func chunkLadder(most, Most, workers int, compilesSlowly bool) []int {
 	top := most
 	if Most > 0 {
 		top = min(top, (Most+workers-1)/workers)
@@ -119,17 +132,9 @@ func chunkRows(rows, most, Most, workers int, compilesSlowly bool) int {
 			top = min(most, Most)
 		}
 	}
-	top = max(top, 1)
-	if compilesSlowly {
-		return top
+	ladder := []int{max(top, 1)}
+	for c := top / 4; !compilesSlowly && ladder[len(ladder)-1] > 1; c /= 4 {
+		ladder = append(ladder, max(c, 1))
 	}
-	chunk := top
-	for c := top / 4; chunk > 1; c /= 4 {
-		c = max(c, 1)
-		if (rows+c-1)/c > workers {
-			break
-		}
-		chunk = c
-	}
-	return chunk
+	return ladder
 }
