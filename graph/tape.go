@@ -119,8 +119,8 @@ type reduceSpec struct {
 	outStrides []int
 	parts      []int   // opConcat: each operand's extent along the axis
 	operands   []int32 // opConcat: the operands' values
-	outer      int   // opConcat
-	inner      int   // opConcat
+	outer      int     // opConcat
+	inner      int     // opConcat
 }
 
 type tapeRun struct {

@@ -1,0 +1,105 @@
+package graph
+
+import (
+	"math"
+	"testing"
+
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every operation the tape supports, with the operand shapes and broadcasts that occur,
+// gives what simplego's executor gives, bit for bit, values and gradients (the gradient
+// graphs add ReduceSum, BroadcastInDim and the ops' derivatives).
+func TestTapeEqualsSimplego(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	x := []float64{0.3, -1.2, 2.5, 0.0, -0.7, 1.9, 3.1, -2.2, 0.05, 1.0, -0.4, 0.8} // [3, 4]
+	y := []float64{1.5, -0.25, 0.6}                                                 // [3, 1]
+	z := []float64{0.9, -1.1, 0.2, 2.0}                                             // [1, 4]
+	cases := []struct {
+		name string
+		f    func(x, y, z *G.Node) *G.Node
+	}{
+		{"arithmetic", func(x, y, z *G.Node) *G.Node {
+			return G.Div(G.Sub(G.Mul(x, x), G.Add(x, G.Scalar(x.Graph(), x.DType(), 2))), G.AddScalar(G.Abs(x), 1))
+		}},
+		{"broadcast rows and columns", func(x, y, z *G.Node) *G.Node { return G.Mul(G.Add(x, y), G.Sub(z, x)) }},
+		{"explicit broadcast", func(x, y, z *G.Node) *G.Node {
+			return G.Add(G.BroadcastToDims(y, 3, 4), G.Add(G.BroadcastToDims(z, 3, 4), G.BroadcastPrefix(G.Reshape(z, 4), 3)))
+		}},
+		{"unary", func(x, y, z *G.Node) *G.Node {
+			a := G.Add(G.Sin(x), G.Cos(x))
+			a = G.Add(a, G.Tanh(x))
+			a = G.Add(a, G.Exp(G.Neg(G.Abs(x))))
+			a = G.Add(a, G.Log(G.AddScalar(G.Abs(x), 1)))
+			a = G.Add(a, G.Sqrt(G.AddScalar(G.Mul(x, x), 1)))
+			a = G.Add(a, G.Logistic(x))
+			return G.Add(a, G.Log1p(G.Abs(x)))
+		}},
+		{"max min pow", func(x, y, z *G.Node) *G.Node {
+			return G.Add(G.Max(x, y), G.Mul(G.Min(x, z), G.Pow(G.AddScalar(G.Abs(x), 1), G.AddScalar(G.Abs(y), 0.5))))
+		}},
+		{"where and comparisons", func(x, y, z *G.Node) *G.Node {
+			w := G.Where(G.GreaterThan(x, y), G.Mul(x, z), G.Sub(y, x))
+			w = G.Add(w, G.Where(G.LessOrEqual(x, z), x, G.Neg(x)))
+			return G.Add(w, G.Where(G.LogicalAnd(G.GreaterOrEqual(x, y), G.NotEqual(x, z)), G.Sign(x), G.Square(x)))
+		}},
+		{"reductions", func(x, y, z *G.Node) *G.Node {
+			r := G.Add(G.ReduceSum(G.Mul(x, x), 1), G.ReduceSum(G.Mul(x, y), 1)) // [3]
+			c := G.ReduceSum(G.Mul(x, z), 0)                                     // [4]
+			return G.Add(G.Reshape(r, 3, 1), G.Add(G.Reshape(c, 1, 4), G.ReduceAllSum(x)))
+		}},
+		{"slice concatenate transpose", func(x, y, z *G.Node) *G.Node {
+			s := G.Slice(x, G.AxisRange(), G.AxisRange(1, 3))                    // [3, 2]
+			u := G.Concatenate([]*G.Node{s, y, G.Mul(s, s), y}, 1)               // [3, 6]
+			v := G.Transpose(G.Slice(x, G.AxisRange(), G.AxisRange(0, 3)), 0, 1) // [3, 3]
+			return G.Add(G.ReduceSum(G.Mul(u, u), 1), G.ReduceSum(G.Mul(v, v), 0))
+		}},
+	}
+	for _, tc := range cases {
+		build := func(g *G.Graph, in []*G.Node) []*G.Node {
+			out := tc.f(in[0], in[1], in[2])
+			loss := G.ReduceAllSum(G.Mul(out, out))
+			grads := G.Gradient(loss, in...)
+			return append([]*G.Node{out, loss}, grads...)
+		}
+		run := func(tapes bool) ([]Tensor, ProgramStats) {
+			if tapes {
+				t.Setenv(EnvTape, "")
+			} else {
+				t.Setenv(EnvTape, "off")
+			}
+			p := NewProgram(b, "tape_"+tc.name, build)
+			out, err := p.Run(NewTensor(x, 3, 4), NewTensor(y, 3, 1), NewTensor(z, 1, 4))
+			require.NoError(t, err, tc.name)
+			return out, p.Stats()
+		}
+		got, st := run(true)
+		want, _ := run(false)
+		assert.Equal(t, 1, st.Tapes, "%s: runs as a tape", tc.name)
+		require.Len(t, got, len(want))
+		for i := range want {
+			assert.Equal(t, want[i].Dims, got[i].Dims, "%s output %d", tc.name, i)
+			for k := range want[i].Data {
+				if !(math.IsNaN(want[i].Data[k]) && math.IsNaN(got[i].Data[k])) {
+					assert.Equal(t, want[i].Data[k], got[i].Data[k], "%s output %d[%d]", tc.name, i, k)
+				}
+			}
+		}
+	}
+}
+
+// A graph with an operation the tape lacks runs on simplego.
+func TestTapeFallsBack(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	p := NewProgram(b, "argmax", func(g *G.Graph, in []*G.Node) []*G.Node {
+		return []*G.Node{G.ConvertDType(G.ArgMax(in[0], 1), in[0].DType())}
+	})
+	out, err := p.Run(NewTensor([]float64{1, 5, 2, 7, 0, 3}, 2, 3))
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, 0}, out[0].Data)
+	assert.Equal(t, 0, p.Stats().Tapes)
+}
