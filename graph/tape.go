@@ -144,7 +144,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		}
 	}
 	index := func(n *G.Node) int32 { return int32(n.Id()) }
-	t := &tape{nvals: len(nodes), consts: map[int32][]float64{}, slotOf: make([]int32, len(nodes))}
+	t := &tape{nvals: len(nodes), consts: map[int32][]float64{}, slotOf: make([]int32, len(nodes)), code: make([]instr, 0, len(nodes))}
 	for i := range t.slotOf {
 		t.slotOf[i] = -1
 	}

@@ -2,6 +2,7 @@ package likelihood
 
 import (
 	"fmt"
+	"time"
 	"runtime"
 	"sync"
 
@@ -27,8 +28,10 @@ type Batching struct {
 
 // EvalRows returns the log-likelihood of the trials rows[i] at the parameters theta[i] (fitting
 // scale) and its gradient, for every i, as Eval does, in chunks of a few fixed sizes (see
-// chunkRows), so that only a few graph shapes are ever compiled, run concurrently, one per
-// core, the last chunk padded with copies of the last row. Every chunk
+// chunkRows; on the Go backend a smaller size is built only once padding into a larger one
+// has cost as much as its build, see chunkPlanner), so that only a few graph shapes are ever
+// compiled, run concurrently, one per core, the last chunk padded with copies of the last
+// row. Every chunk
 // evaluates as many steps as the longest trial of the call (see Data). The result does not
 // depend on how the rows were chunked.
 func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching) ([]float64, [][]float64, error) {
@@ -52,7 +55,13 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 		maxBatch = DefaultMaxBatch
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
-	chunk := chunkRows(len(rows), max(1, maxBatch/trials), b.Most, workers, graph.CompilesSlowly(e.Backend()))
+	slow := graph.CompilesSlowly(e.Backend())
+	chunk := chunkRows(len(rows), max(1, maxBatch/trials), b.Most, workers, slow)
+	if !slow {
+		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps,
+			chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow), e.meanBuild())
+	}
+	fresh := !e.chunks.isBuilt(chunk, trials, steps)
 	n := (len(rows) + chunk - 1) / chunk
 	ll := make([]float64, len(rows))
 	grad := make([][]float64, len(rows))
@@ -78,7 +87,9 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 				errs[c] = err
 				return
 			}
+			t0 := time.Now()
 			l, g, err := e.Eval(d, thetas)
+			e.chunks.done(chunk, trials, steps, time.Since(t0), fresh)
 			if err != nil {
 				errs[c] = err
 				return
@@ -94,6 +105,15 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 		}
 	}
 	return ll, grad, nil
+}
+
+// meanBuild returns the mean time the evaluator has spent building (and compiling) a graph.
+func (e *Evaluator) meanBuild() time.Duration {
+	st := e.Stats()
+	if st.Builds == 0 {
+		return 0
+	}
+	return (st.BuildTime + st.CompileTime) / time.Duration(st.Builds)
 }
 
 // chunkRows returns the rows per chunk with which EvalRows evaluates rows rows on workers

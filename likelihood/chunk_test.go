@@ -2,6 +2,7 @@ package likelihood
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -41,4 +42,27 @@ func TestChunkRows(t *testing.T) {
 		sizes[chunkRows(rows, 50, 50, 2, false)] = true
 	}
 	assert.Equal(t, map[int]bool{25: true, 6: true, 1: true}, sizes)
+}
+
+// The planner pads into a built size until the padding has cost a build, then builds the
+// ideal size; it never pads into a size that has not run, and uses a built ideal size at once.
+func TestChunkPlannerRentsThenBuilds(t *testing.T) {
+	var p chunkPlanner
+	ladder := []int{5, 1}
+	build := 300 * time.Millisecond
+	// Nothing built: the ideal size.
+	assert.Equal(t, 5, p.choose(5, 10, 2, 50, 50, ladder, build))
+	p.done(5, 50, 50, 2*time.Second, true) // the run that built it is not timed
+	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 50, ladder, build), "5 has not been timed yet")
+	p.done(5, 50, 50, 100*time.Millisecond, false)
+	// 2 rows on 2 cores: one padded chunk of 5 (0.1 s) against 1-row chunks (0.02 s): 0.08 s
+	// wasted per call, so the fourth call (0.32 s ≥ 0.3 s) builds the 1-row graph.
+	for call := 1; call <= 3; call++ {
+		assert.Equal(t, 5, p.choose(1, 2, 2, 50, 50, ladder, build), "call %d pads", call)
+	}
+	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 50, ladder, build), "call 4 builds")
+	p.done(1, 50, 50, 30*time.Millisecond, true)
+	assert.Equal(t, 1, p.choose(1, 1, 2, 50, 50, ladder, build), "built: used at once")
+	// Another data shape has its own sizes.
+	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 200, ladder, build))
 }

@@ -198,6 +198,7 @@ type Evaluator struct {
 
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
+	chunks  chunkPlanner            // EvalRows' chunk sizes on the Go backend
 }
 
 // New returns an Evaluator for model m on backend b.

@@ -327,6 +327,9 @@ def ours_loglik(task, data, values):
 
 
 def ours_fit(task, data, out, restarts, seed):
+    for stale in (out, os.path.splitext(out)[0] + ".csv", out + ".ckpt"):  # an earlier run's: fit would refuse
+        if os.path.exists(stale):
+            os.remove(stale)
     cmd = [NIOC, "fit", "--task", task, "--data", data, "--restarts", str(restarts), "--seed", str(seed),
            "--out", out, "--quiet"] + shlex.split(ARGS.fit_args)
     _, _, dt = run_cmd(cmd, what=f"{task}: our fit")
