@@ -2,9 +2,9 @@ package likelihood
 
 import (
 	"fmt"
-	"time"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
 )
