@@ -85,6 +85,9 @@ const (
 	opReduce  // ReduceSum by reduces[aux]
 	opConcat  // concatenate: reduces[aux] describes the operands
 	opBinaryS // binary with strided operands: strided[aux], op in sub
+	opMulAdd  // in[0]·in[1] + in[2]
+	opMulSub  // in[0]·in[1] − in[2]
+	opSubMul  // in[2] − in[0]·in[1]
 )
 
 // instr is one instruction: out = op(in...). mode says how the operands of an element-wise
@@ -152,22 +155,35 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 	for i, in := range inputs {
 		t.params[i] = index(in)
 	}
+	fused := fuseMulAdd(nodes, need, outputs)
+	// The operands of every instruction: a node's inputs, a fused product's in place of it.
+	operands := func(n *G.Node) []*G.Node {
+		f, ok := fused[n.Id()]
+		if !ok {
+			return n.Inputs()
+		}
+		return []*G.Node{f.mul.Inputs()[0], f.mul.Inputs()[1], f.other}
+	}
 	// Last use of every value (outputs live to the end).
 	lastUse := make([]int, len(nodes))
 	for i, n := range nodes {
 		if !need[i] {
 			continue
 		}
-		for _, in := range n.Inputs() {
+		for _, in := range operands(n) {
 			lastUse[index(in)] = i
 		}
 	}
 	for _, o := range outputs {
 		lastUse[index(o)] = len(nodes)
 	}
+	skip := make([]bool, len(nodes)) // products computed by the instruction that adds them
+	for _, f := range fused {
+		skip[f.mul.Id()] = true
+	}
 	free := map[int][]int32{} // free slots by size
 	for i, n := range nodes {
-		if !need[i] {
+		if !need[i] || skip[i] {
 			continue
 		}
 		if err := checkDType(n); err != nil {
@@ -188,6 +204,9 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		if err != nil {
 			return nil, err
 		}
+		if f, ok := fused[n.Id()]; ok {
+			in = instr{op: f.op, in: [3]int32{index(f.mul.Inputs()[0]), index(f.mul.Inputs()[1]), index(f.other)}}
+		}
 		// The output's slot: a free one of its size, else a new one. Inputs are released
 		// only after, so an instruction never writes over its own operands.
 		size := n.Shape().Size()
@@ -201,7 +220,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		in.out = int32(i)
 		in.n = int32(size)
 		t.code = append(t.code, in)
-		for _, x := range n.Inputs() {
+		for _, x := range operands(n) {
 			j := index(x)
 			if lastUse[j] == i && t.slotOf[j] >= 0 {
 				s := t.slotOf[j]
@@ -215,6 +234,69 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		t.outDims = append(t.outDims, o.Shape().Dimensions)
 	}
 	return t, nil
+}
+
+// fusion is an Add or Sub node computed with the product it adds: op is opMulAdd (mul +
+// other), opMulSub (mul − other) or opSubMul (other − mul).
+type fusion struct {
+	op    opcode
+	mul   *G.Node
+	other *G.Node
+}
+
+// fuseMulAdd finds the Add and Sub nodes (by Id) one of whose operands is a product of two
+// values of the same shape that nothing else uses: one instruction then computes both,
+// a·b ± c (Go rounds the product before the sum, as the two operations do; the result is the
+// same to the bit). The scalarized matrix products of the likelihood are mostly such sums.
+func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) map[G.NodeId]fusion {
+	uses := make([]int, len(nodes))
+	for i, n := range nodes {
+		if need[i] {
+			for _, in := range n.Inputs() {
+				uses[in.Id()]++
+			}
+		}
+	}
+	for _, o := range outputs {
+		uses[o.Id()] += 2 // an output is kept
+	}
+	size := func(n *G.Node) int { return n.Shape().Size() }
+	product := func(x, n *G.Node) bool {
+		if x.Type() != G.NodeTypeMul || uses[x.Id()] != 1 || x.DType() != dtypes.Float64 {
+			return false
+		}
+		a, b := x.Inputs()[0], x.Inputs()[1]
+		return size(a) == size(n) && size(b) == size(n) && a.Shape().Rank() == n.Shape().Rank() &&
+			b.Shape().Rank() == n.Shape().Rank()
+	}
+	out := map[G.NodeId]fusion{}
+	taken := map[G.NodeId]bool{}
+	for i, n := range nodes {
+		t := n.Type()
+		if !need[i] || (t != G.NodeTypeAdd && t != G.NodeTypeSub) || n.DType() != dtypes.Float64 {
+			continue
+		}
+		x, y := n.Inputs()[0], n.Inputs()[1]
+		if x == y {
+			continue
+		}
+		sameShape := func(c *G.Node) bool { return size(c) == size(n) && c.Shape().Rank() == n.Shape().Rank() }
+		switch {
+		case product(x, n) && sameShape(y) && !taken[x.Id()]:
+			op := opMulAdd
+			if t == G.NodeTypeSub {
+				op = opMulSub
+			}
+			out[n.Id()], taken[x.Id()] = fusion{op: op, mul: x, other: y}, true
+		case product(y, n) && sameShape(x) && !taken[y.Id()]:
+			op := opMulAdd
+			if t == G.NodeTypeSub {
+				op = opSubMul
+			}
+			out[n.Id()], taken[y.Id()] = fusion{op: op, mul: y, other: x}, true
+		}
+	}
+	return out
 }
 
 func checkDType(n *G.Node) error {
@@ -649,6 +731,25 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 		}
 	case opBinaryS:
 		t.strided[in.aux].binary(out, a, vals[in.in[1]], binaryFunc(in.sub))
+	case opMulAdd, opMulSub, opSubMul:
+		b, c := vals[in.in[1]][:len(out)], vals[in.in[2]][:len(out)]
+		a = a[:len(out)]
+		// float64(·) rounds the product first (no fused multiply-add): the same bits as Mul
+		// and then Add or Sub.
+		switch in.op {
+		case opMulAdd:
+			for i := range out {
+				out[i] = float64(a[i]*b[i]) + c[i]
+			}
+		case opMulSub:
+			for i := range out {
+				out[i] = float64(a[i]*b[i]) - c[i]
+			}
+		default:
+			for i := range out {
+				out[i] = c[i] - float64(a[i]*b[i])
+			}
+		}
 	case opNeg:
 		for i := range out {
 			out[i] = -a[i]
