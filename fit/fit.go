@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -308,6 +309,11 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		}
 		return ll, grad, err
 	})
+	if f.robust(subjects[0]) && !graph.CompilesSlowly(f.e.Backend()) {
+		// The trial scores' graph is built while the restarts' first graph is: on the Go
+		// backend a build runs on one core and leaves the other idle.
+		go func() { _, _, _ = f.e.TrialScores(subjects[0].Trials, f.full(f.InitialPoints(subjects[0].ID)[0])) }()
+	}
 	stop := make(chan struct{})
 	served := make(chan struct{})
 	go func() { b.run(stop); close(served) }()
