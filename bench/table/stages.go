@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
@@ -14,11 +15,11 @@ var stageColumns = []struct {
 	title  string
 	stages []string
 }{
-	{"controls", []string{"controls"}},
+	{"controls", []string{"controls", "mean", "mean_controls"}},
 	{"linearization", []string{"linearize", "linearize_final", "gaps"}},
-	{"backward pass", []string{"backward_init", "backward"}},
-	{"filter gains", []string{"sigma0", "kalman"}},
-	{"belief tracking", []string{"belief_init", "tracking", "tracking_total"}},
+	{"backward pass", []string{"backward_init", "backward", "backward_partial_init", "backward_partial"}},
+	{"filter gains", []string{"sigma0", "kalman", "moments_init", "moments"}},
+	{"belief tracking", []string{"belief_init", "tracking", "tracking_total", "full", "baseline"}},
 }
 
 // compareStages prints, for each task, the graph nodes each stage of the unrolled likelihood
@@ -71,9 +72,28 @@ func compareStages(b backends.Backend, tasks string) {
 				}
 				row = append(row, fmt.Sprintf("%d (%.0f %%)", n, 100*float64(n)/float64(forward)))
 			}
+			for _, st := range sizes {
+				if st.Nodes > 0 && !hasColumn(st.Name) {
+					fail(fmt.Errorf("stage %s of the likelihood has no column in the table", st.Name))
+				}
+			}
 			row = append(row, fmt.Sprint(forward), fmt.Sprint(total))
 			fmt.Println("| " + strings.Join(row, " | ") + " |")
 		}
 	}
 	fmt.Println()
+}
+
+// hasColumn reports whether stage name is counted in a column (or is one of the stages too
+// small to show: θ's transform and the row sums).
+func hasColumn(name string) bool {
+	if name == "theta" || name == "rows" {
+		return true
+	}
+	for _, c := range stageColumns {
+		if slices.Contains(c.stages, name) {
+			return true
+		}
+	}
+	return false
 }
