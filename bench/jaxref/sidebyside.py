@@ -612,7 +612,8 @@ def main():
                     fits["ref_error"] = short_err(e)
                     traceback.print_exc()
                     print("  reference fit failed: " + short_err(e), flush=True)
-            # The run of median time stands for each tool (its estimates are the same each time).
+            # The run of median time (of an even number, the lower one) stands for each tool (its
+            # estimates are the same each time).
             for tool, key in (("ours", "process_seconds"), ("ref", "seconds")):
                 runs = sorted(fits[tool + "_runs"], key=lambda r: r[key])
                 if runs:
