@@ -82,8 +82,11 @@ func cliWithoutSeconds(t *testing.T, path string) map[string]map[string]any {
 // stops.
 func TestCLIFitKilledResumes(t *testing.T) {
 	dir := t.TempDir()
-	data := cliSimulate(t, dir, "d.csv", "--task", "lightdark", "--trials", "10", "--subjects", "2", "--seed", "4")
-	args := []string{"fit", "--task", "lightdark", "--restarts", "3", "--max-iter", "30", "--seed", "2", "--quiet", "--data", data}
+	// Enough work that the fit is still running well after it has started (about 2 s on 2
+	// cores with the tape; 10 trials, 2 subjects and 3 restarts took 0.3 s, and the Ctrl-C
+	// below came after the end).
+	data := cliSimulate(t, dir, "d.csv", "--task", "lightdark", "--trials", "40", "--subjects", "4", "--seed", "4")
+	args := []string{"fit", "--task", "lightdark", "--restarts", "8", "--max-iter", "30", "--seed", "2", "--quiet", "--data", data}
 
 	ref := filepath.Join(dir, "ref.jsonl")
 	cliOK(t, append(args, "--out", ref)...)
