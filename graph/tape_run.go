@@ -203,19 +203,9 @@ func binaryFunc(op opcode) func(a, b float64) float64 {
 	case opDiv:
 		return func(a, b float64) float64 { return a / b }
 	case opMax:
-		return func(a, b float64) float64 {
-			if math.IsNaN(a) || math.IsNaN(b) {
-				return math.NaN()
-			}
-			return math.Max(a, b)
-		}
+		return func(a, b float64) float64 { return max(a, b) }
 	case opMin:
-		return func(a, b float64) float64 {
-			if math.IsNaN(a) || math.IsNaN(b) {
-				return math.NaN()
-			}
-			return math.Min(a, b)
-		}
+		return func(a, b float64) float64 { return min(a, b) }
 	case opPow:
 		return math.Pow
 	case opGT:
@@ -258,17 +248,23 @@ func unaryFunc(op opcode) func(float64) float64 {
 		return math.Cos
 	case opTanh:
 		return math.Tanh
-	case opLogistic:
-		return func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
-	case opSign:
+	case opLogistic: // as simplego computes it, stable for large |x|
+		return func(x float64) float64 {
+			if x >= 0 {
+				return 1 / (1 + math.Exp(-x))
+			}
+			e := math.Exp(x)
+			return e / (1 + e)
+		}
+	case opSign: // as simplego: 0 for ±0 and NaN
 		return func(x float64) float64 {
 			switch {
-			case x > 0:
-				return 1
 			case x < 0:
 				return -1
+			case x > 0:
+				return 1
 			}
-			return x // ±0 and NaN
+			return 0
 		}
 	case opNot:
 		return func(x float64) float64 { return b2f(x == 0) }

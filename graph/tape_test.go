@@ -15,9 +15,9 @@ import (
 func TestTapeEqualsSimplego(t *testing.T) {
 	b, err := NewBackend(BackendGo)
 	require.NoError(t, err)
-	x := []float64{0.3, -1.2, 2.5, 0.0, -0.7, 1.9, 3.1, -2.2, 0.05, 1.0, -0.4, 0.8} // [3, 4]
-	y := []float64{1.5, -0.25, 0.6}                                                 // [3, 1]
-	z := []float64{0.9, -1.1, 0.2, 2.0}                                             // [1, 4]
+	x := []float64{0.3, -1.2, 2.5, 0.0, -0.7, 1.9, 3.1, -2.2, 0.05, 1.0, -40.4, 0.8} // [3, 4]
+	y := []float64{1.5, -0.25, 0.6}                                                  // [3, 1]
+	z := []float64{0.9, -1.1, 0.2, 2.0}                                              // [1, 4]
 	cases := []struct {
 		name string
 		f    func(x, y, z *G.Node) *G.Node
