@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/viterin/vek"
 )
 
 // run runs the tape on the inputs (float64 tensors, in parameter order) and returns the
@@ -78,27 +79,21 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 		t.strided[in.aux].binary(out, a, vals[in.in[1]], binaryFunc(in.sub))
 	case opMulAdd, opMulSub, opSubMul:
 		b, c := vals[in.in[1]][:len(out)], vals[in.in[2]][:len(out)]
-		a = a[:len(out)]
-		// float64(·) rounds the product first (no fused multiply-add): the same bits as Mul
-		// and then Add or Sub.
+		// The product is rounded first (no fused multiply-add): the same bits as Mul and
+		// then Add or Sub.
+		vek.Mul_Into(out, a[:len(out)], b)
 		switch in.op {
 		case opMulAdd:
-			for i := range out {
-				out[i] = float64(a[i]*b[i]) + c[i]
-			}
+			vek.Add_Inplace(out, c)
 		case opMulSub:
-			for i := range out {
-				out[i] = float64(a[i]*b[i]) - c[i]
-			}
+			vek.Sub_Inplace(out, c)
 		default:
 			for i := range out {
-				out[i] = c[i] - float64(a[i]*b[i])
+				out[i] = c[i] - out[i]
 			}
 		}
 	case opNeg:
-		for i := range out {
-			out[i] = -a[i]
-		}
+		vek.Neg_Into(out, a[:len(out)])
 	case opCopy:
 		copy(out, a[:in.n])
 	case opGather:
@@ -126,63 +121,45 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 	}
 }
 
-// binaryFast runs the four arithmetic operations without a call per element.
+// binaryFast runs the four arithmetic operations on whole slices, with SIMD instructions where
+// the CPU has them (github.com/viterin/vek: AVX2 on x86-64, pure Go elsewhere). Each element is
+// the one IEEE operation, so the bits are those of a loop (and of simplego).
 func binaryFast(op opcode, mode uint8, out, a, b []float64) {
 	switch mode {
 	case 0:
 		a, b = a[:len(out)], b[:len(out)]
 		switch op {
 		case opAdd:
-			for i := range out {
-				out[i] = a[i] + b[i]
-			}
+			vek.Add_Into(out, a, b)
 		case opSub:
-			for i := range out {
-				out[i] = a[i] - b[i]
-			}
+			vek.Sub_Into(out, a, b)
 		case opMul:
-			for i := range out {
-				out[i] = a[i] * b[i]
-			}
+			vek.Mul_Into(out, a, b)
 		case opDiv:
-			for i := range out {
-				out[i] = a[i] / b[i]
-			}
+			vek.Div_Into(out, a, b)
 		}
 	case 1:
 		a, y := a[:len(out)], b[0]
 		switch op {
 		case opAdd:
-			for i := range out {
-				out[i] = a[i] + y
-			}
+			vek.AddNumber_Into(out, a, y)
 		case opSub:
-			for i := range out {
-				out[i] = a[i] - y
-			}
+			vek.SubNumber_Into(out, a, y)
 		case opMul:
-			for i := range out {
-				out[i] = a[i] * y
-			}
+			vek.MulNumber_Into(out, a, y)
 		case opDiv:
-			for i := range out {
-				out[i] = a[i] / y
-			}
+			vek.DivNumber_Into(out, a, y)
 		}
 	default:
 		x, b := a[0], b[:len(out)]
 		switch op {
-		case opAdd:
-			for i := range out {
-				out[i] = x + b[i]
-			}
+		case opAdd: // x + b = b + x, exactly
+			vek.AddNumber_Into(out, b, x)
+		case opMul:
+			vek.MulNumber_Into(out, b, x)
 		case opSub:
 			for i := range out {
 				out[i] = x - b[i]
-			}
-		case opMul:
-			for i := range out {
-				out[i] = x * b[i]
 			}
 		case opDiv:
 			for i := range out {
