@@ -156,8 +156,8 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 	fused := fuseMulAdd(nodes, need, outputs)
 	// The operands of every instruction: a node's inputs, a fused product's in place of it.
 	operands := func(n *G.Node) []*G.Node {
-		f, ok := fused[n.Id()]
-		if !ok {
+		f := fused[n.Id()]
+		if f.mul == nil {
 			return n.Inputs()
 		}
 		return []*G.Node{f.mul.Inputs()[0], f.mul.Inputs()[1], f.other}
@@ -177,7 +177,9 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 	}
 	skip := make([]bool, len(nodes)) // products computed by the instruction that adds them
 	for _, f := range fused {
-		skip[f.mul.Id()] = true
+		if f.mul != nil {
+			skip[f.mul.Id()] = true
+		}
 	}
 	free := map[int][]int32{} // free slots by size
 	for i, n := range nodes {
@@ -202,7 +204,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f, ok := fused[n.Id()]; ok {
+		if f := fused[n.Id()]; f.mul != nil {
 			in = instr{op: f.op, in: [3]int32{index(f.mul.Inputs()[0]), index(f.mul.Inputs()[1]), index(f.other)}}
 		}
 		// The output's slot: a free one of its size, else a new one. Inputs are released
@@ -242,11 +244,11 @@ type fusion struct {
 	other *G.Node
 }
 
-// fuseMulAdd finds the Add and Sub nodes (by Id) one of whose operands is a product of two
+// fuseMulAdd finds the Add and Sub nodes (indexed by Id; mul nil for the others) one of whose operands is a product of two
 // values of the same shape that nothing else uses: one instruction then computes both,
 // a·b ± c (Go rounds the product before the sum, as the two operations do; the result is the
 // same to the bit). The scalarized matrix products of the likelihood are mostly such sums.
-func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) map[G.NodeId]fusion {
+func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) []fusion {
 	uses := make([]int, len(nodes))
 	for i, n := range nodes {
 		if need[i] {
@@ -267,8 +269,8 @@ func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) map[G.NodeId]fu
 		return size(a) == size(n) && size(b) == size(n) && a.Shape().Rank() == n.Shape().Rank() &&
 			b.Shape().Rank() == n.Shape().Rank()
 	}
-	out := map[G.NodeId]fusion{}
-	taken := map[G.NodeId]bool{}
+	out := make([]fusion, len(nodes))
+	taken := make([]bool, len(nodes))
 	for i, n := range nodes {
 		t := n.Type()
 		if !need[i] || (t != G.NodeTypeAdd && t != G.NodeTypeSub) || n.DType() != dtypes.Float64 {
