@@ -312,7 +312,9 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	if f.robust(subjects[0]) && !graph.CompilesSlowly(f.e.Backend()) {
 		// The trial scores' graph is built while the restarts' first graph is: on the Go
 		// backend a build runs on one core and leaves the other idle.
-		go func() { _, _, _ = f.e.TrialScores(subjects[0].Trials, f.full(f.InitialPoints(subjects[0].ID)[0])) }()
+		var warm sync.WaitGroup // the fit returns after it, so that nothing outlives Fit
+		defer warm.Wait()
+		warm.Go(func() { _, _, _ = f.e.TrialScores(subjects[0].Trials, f.full(f.InitialPoints(subjects[0].ID)[0])) })
 	}
 	stop := make(chan struct{})
 	served := make(chan struct{})
