@@ -31,9 +31,8 @@ type Batching struct {
 // chunkRows; on the Go backend a smaller size is built only once padding into a larger one
 // has cost as much as its build, see chunkPlanner), so that only a few graph shapes are ever
 // compiled, run concurrently, one per core, the last chunk padded with copies of the last
-// row. Every chunk
-// evaluates as many steps as the longest trial of the call (see Data). The result does not
-// depend on how the rows were chunked.
+// row. Every chunk evaluates as many steps as the longest trial of the call (see Data). The
+// result does not depend on how the rows were chunked.
 func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching) ([]float64, [][]float64, error) {
 	if len(rows) != len(theta) {
 		return nil, nil, fmt.Errorf("%d rows for %d parameter vectors", len(rows), len(theta))
@@ -56,10 +55,10 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
-	chunk := chunkRows(len(rows), max(1, maxBatch/trials), b.Most, workers, slow)
+	ladder := chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow)
+	chunk := ladderRung(ladder, len(rows), workers)
 	if !slow {
-		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps,
-			chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow), e.meanBuild())
+		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps, ladder, e.meanBuild())
 	}
 	fresh := !e.chunks.isBuilt(chunk, trials, steps)
 	n := (len(rows) + chunk - 1) / chunk
@@ -132,7 +131,12 @@ func (e *Evaluator) meanBuild() time.Duration {
 //
 // Most is the most rows any call of the fit passes (0: unknown, then top is most).
 func chunkRows(rows, most, Most, workers int, compilesSlowly bool) int {
-	ladder := chunkLadder(most, Most, workers, compilesSlowly)
+	return ladderRung(chunkLadder(most, Most, workers, compilesSlowly), rows, workers)
+}
+
+// ladderRung returns the smallest size of ladder (largest first) that puts rows rows in one
+// round of chunks over workers cores, or the largest when none does.
+func ladderRung(ladder []int, rows, workers int) int {
 	chunk := ladder[0]
 	for _, c := range ladder[1:] {
 		if (rows+c-1)/c > workers {
