@@ -390,11 +390,11 @@ func (t *tape) instruction(n *G.Node, index func(*G.Node) int32) (instr, error) 
 	if op, ok := binaryOps[n.Type()]; ok && len(ins) == 2 {
 		a, b := ins[0].Shape().Size(), ins[1].Shape().Size()
 		switch {
-		case a == out.Size() && b == out.Size() && sameDims(ins[0], n) && sameDims(ins[1], n):
+		case a == out.Size() && b == out.Size() && alignsWith(ins[0], n) && alignsWith(ins[1], n):
 			in.op, in.mode = op, 0
-		case a == out.Size() && b == 1 && sameDims(ins[0], n):
+		case a == out.Size() && b == 1 && alignsWith(ins[0], n):
 			in.op, in.mode = op, 1
-		case b == out.Size() && a == 1 && sameDims(ins[1], n):
+		case b == out.Size() && a == 1 && alignsWith(ins[1], n):
 			in.op, in.mode = op, 2
 		default:
 			in.op, in.sub = opBinaryS, op
@@ -504,7 +504,9 @@ func (t *tape) instruction(n *G.Node, index func(*G.Node) int32) (instr, error) 
 	return in, fmt.Errorf("tape: unsupported node %s", n.Type())
 }
 
-func sameDims(a, b *G.Node) bool {
+// alignsWith reports whether a's elements line up one to one with b's when a has b's size:
+// a has b's rank (and so, with its size, its dimensions), or a is a single value.
+func alignsWith(a, b *G.Node) bool {
 	return a.Shape().Rank() == b.Shape().Rank() || a.Shape().Size() == 1
 }
 
