@@ -63,6 +63,7 @@ type stageProg struct {
 	outs        []outGroup
 	compileOnce sync.Once
 	cerr        error // compiling failed
+	tape        *tape // the Go backend's executor for g, when it supports g's operations
 }
 
 type outGroup struct {

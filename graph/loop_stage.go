@@ -72,7 +72,16 @@ func (e *Engine) compile(p *stageProg, late bool) {
 			}
 		}()
 		t0 := time.Now()
-		p.g.Compile(p.outputs...)
+		if !CompilesSlowly(e.backend) && tapesEnabled() {
+			params := make([]*G.Node, p.g.NumParameters())
+			for h := range params {
+				params[h] = p.g.GetParameterByHandle(G.ParameterHandle(h))
+			}
+			p.tape, _ = compileTape(p.g, params, p.outputs) // nil: simplego runs p.g
+		}
+		if p.tape == nil {
+			p.g.Compile(p.outputs...)
+		}
 		e.mu.Lock()
 		e.stats.CompileTime += time.Since(t0)
 		e.stats.Compiles++
@@ -131,6 +140,17 @@ func (e *Engine) execute(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
 	e.mu.Lock()
 	e.calls++
 	e.mu.Unlock()
+	if p.tape != nil {
+		res, err := p.tape.run(in)
+		if err != nil {
+			panic(err)
+		}
+		out := make([]*tensors.Tensor, len(res))
+		for i, r := range res {
+			out[i] = tensors.FromFlatDataAndDimensions(r.Data, r.Dims...)
+		}
+		return out
+	}
 	return p.g.Run(args...)
 }
 
