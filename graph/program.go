@@ -75,18 +75,23 @@ func (p *Program) Compile(dims ...[]int) error {
 	return err
 }
 
-func (p *Program) get(dims [][]int) (*compiledGraph, error) {
+func dimsKey(dims [][]int) string {
 	var key strings.Builder
 	for _, d := range dims {
 		fmt.Fprint(&key, d, ";")
 	}
+	return key.String()
+}
+
+func (p *Program) get(dims [][]int) (*compiledGraph, error) {
+	key := dimsKey(dims)
 	// Graphs of different shapes are built concurrently; a caller asking for a shape that is
 	// being built waits for it.
 	p.mu.Lock()
-	cg, ok := p.compiled[key.String()]
+	cg, ok := p.compiled[key]
 	if !ok {
 		cg = &compiledGraph{}
-		p.compiled[key.String()] = cg
+		p.compiled[key] = cg
 	}
 	p.mu.Unlock()
 	cg.once.Do(func() { cg.err = p.build1(cg, dims) })
@@ -101,6 +106,9 @@ func (p *Program) build1(cg *compiledGraph, dims [][]int) (err error) {
 		}
 	}()
 	t0 := time.Now()
+	if !CompilesSlowly(p.backend) {
+		defer pauseGC()()
+	}
 	g := G.NewGraph(p.backend, p.name)
 	inputs := make([]*G.Node, len(dims))
 	for i, d := range dims {
@@ -128,6 +136,12 @@ func (p *Program) build1(cg *compiledGraph, dims [][]int) (err error) {
 	p.stats.CompileTime += t2.Sub(t1)
 	p.stats.Waited += t2.Sub(t0)
 	cg.g, cg.tape = g, tp
+	if tp != nil {
+		// The tape holds all it runs: the graph's million nodes would only stay live for
+		// the collector to mark them at every cycle of the fit.
+		g.Finalize()
+		cg.g = nil
+	}
 	return nil
 }
 

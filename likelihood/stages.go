@@ -28,20 +28,23 @@ func (e *Evaluator) GraphSizes(steps, rows, trials int) (stages []StageSize, tot
 	if e.opts.Linearize == LinearizeILQG {
 		return nil, 0, fmt.Errorf("graph sizes: not for --linearize ilqg")
 	}
-	var g *G.Graph
 	cf := &countingFlow{index: map[string]int{}}
 	prog := graph.NewProgram(e.backend, "sizes_"+e.sym.Spec.Name, func(gg *G.Graph, in []*G.Node) []*G.Node {
-		g, cf.g = gg, gg
+		cf.g = gg
 		return e.buildUnrolledWith(cf, gg, in)
 	})
-	dims := [][]int{{len(e.spec.Params), rows, 1}, {steps + 1, len(e.sym.Spec.States), rows, trials}, {rows, trials}}
+	copies := 1
+	if e.perTrajectory() {
+		copies = trials
+	}
+	dims := [][]int{{len(e.spec.Params), rows, copies}, {steps + 1, len(e.sym.Spec.States), rows, trials}, {rows, trials}}
 	for _, t := range d.unrolledInputs(len(e.sym.Spec.States)) {
 		dims = append(dims, t.Shape().Dimensions)
 	}
 	if err := prog.Compile(dims...); err != nil {
 		return nil, 0, err
 	}
-	return cf.sizes, len(g.Nodes()), nil
+	return cf.sizes, prog.Stats().Nodes, nil
 }
 
 // syntheticRows returns rows × trials trials of steps steps of zero states (only the shapes
