@@ -312,6 +312,10 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	if f.robust(subjects[0]) && !graph.CompilesSlowly(f.e.Backend()) {
 		// The trial scores' graph is built while the restarts' first graph is: on the Go
 		// backend a build runs on one core and leaves the other idle.
+		// Its flat chunks then also serve the last rounds, when few restarts are left.
+		if err := f.e.FlatChunks(subjects[0].Trials); err != nil {
+			return err
+		}
 		var warm sync.WaitGroup // the fit returns after it, so that nothing outlives Fit
 		defer warm.Wait()
 		warm.Go(func() { _, _, _ = f.e.TrialScores(subjects[0].Trials, f.full(f.InitialPoints(subjects[0].ID)[0])) })

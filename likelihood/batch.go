@@ -62,6 +62,11 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	fresh := !e.chunks.isBuilt(chunk, trials, steps)
 	n := (len(rows) + chunk - 1) / chunk
+	if !slow {
+		if ll, grad, ok, err := e.evalFlat(rows, theta, chunk, n, trials, steps, workers); ok {
+			return ll, grad, err
+		}
+	}
 	ll := make([]float64, len(rows))
 	grad := make([][]float64, len(rows))
 	errs := make([]error, n)

@@ -219,3 +219,33 @@ func meanInitial(trials [][][]float64) []float64 {
 	}
 	return out
 }
+
+// sumTrials sums per-trial log-likelihoods ll [P][N] and gradients grad [p][P][N] (nil for
+// none) over each row's real trials, in trial order, into [P] and [p][P]: the order in which
+// EvalRows' flat chunks sum them, so that both give the same bits.
+func (d *Data) sumTrials(ll, grad []float64) (rows, rowGrad []float64) {
+	P, N := d.Rows, d.Trials
+	rows = make([]float64, P)
+	for r := range P {
+		for j := range N {
+			if d.mask[r*N+j] > 0 {
+				rows[r] += ll[r*N+j]
+			}
+		}
+	}
+	if grad == nil {
+		return rows, nil
+	}
+	p := len(grad) / (P * N)
+	rowGrad = make([]float64, p*P)
+	for i := range p {
+		for r := range P {
+			for j := range N {
+				if d.mask[r*N+j] > 0 {
+					rowGrad[i*P+r] += grad[(i*P+r)*N+j]
+				}
+			}
+		}
+	}
+	return rows, rowGrad
+}

@@ -199,6 +199,7 @@ type Evaluator struct {
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
 	chunks  chunkPlanner            // EvalRows' chunk sizes on the Go backend
+	flat    flatGraphs              // TrialScores' graphs declared for flat chunks (FlatChunks)
 }
 
 // New returns an Evaluator for model m on backend b.
@@ -293,13 +294,19 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 	if len(theta) != d.Rows {
 		return nil, nil, fmt.Errorf("%d parameter vectors for %d data rows", len(theta), d.Rows)
 	}
-	flat := make([]float64, p*d.Rows)
+	copies := 1 // θ entries per row: one per trial for perTrajectory
+	if e.perTrajectory() {
+		copies = d.Trials
+	}
+	flat := make([]float64, p*d.Rows*copies)
 	for r, th := range theta {
 		if len(th) != p {
 			return nil, nil, fmt.Errorf("parameter vector %d has %d values, task %s has %d", r, len(th), spec.Name, p)
 		}
 		for i, v := range th {
-			flat[i*d.Rows+r] = v
+			for j := range copies {
+				flat[(i*d.Rows+r)*copies+j] = v
+			}
 		}
 	}
 	n, k, T, P := len(spec.States), len(spec.Controls), d.Steps, d.Rows
@@ -315,7 +322,7 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 		}
 	} else {
 		inputs := []*tensors.Tensor{
-			graph.NewTensor(flat, p, P, 1),
+			graph.NewTensor(flat, p, P, copies),
 			graph.NewTensor(d.states, T+1, n, P, d.Trials),
 			graph.NewTensor(d.mask, P, d.Trials),
 		}
@@ -331,6 +338,9 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 		loglik = out[0].Data
 		if !e.opts.ValueOnly {
 			gradFlat = out[1].Data
+		}
+		if copies > 1 {
+			loglik, gradFlat = d.sumTrials(loglik, gradFlat)
 		}
 	}
 	for r := range P {

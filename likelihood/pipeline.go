@@ -36,6 +36,9 @@ type flowInputs struct {
 	// [P, N] each, whether the step is observed and whether the trial's plan ends after it;
 	// for LinearizeMean the T+1 states of each trial's nominal, n entries, [P, N] or [P, 1].
 	running, ends, nominal []*graph.Value
+	// perTrajectory: the result is the log-likelihood of each trial, 0 for padding, batch
+	// [P, N], and θ may have a copy per trial (batch [P, N]); see Evaluator.perTrajectory.
+	perTrajectory bool
 }
 
 // pipeline returns the log-likelihood of each row, summed over its real trials (1 entry,
@@ -224,6 +227,9 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			return terms
 		}()...)
 		mask := g[len(g)-1][0]
+		if in.perTrajectory {
+			return [][]graph.S{{maskedTrials(ll, mask)}}
+		}
 		return [][]graph.S{{rowSums(ll, mask)}}
 	}, append(perStep, in.mask)...)[0]
 }
@@ -260,6 +266,13 @@ func maskedMean(x []graph.S, mask graph.S) []graph.S {
 		out[i] = graph.Div(graph.N(sum), count)
 	}
 	return out
+}
+
+// maskedTrials returns ll where mask is positive and 0 elsewhere, with mask's dimensions.
+func maskedTrials(ll, mask graph.S) graph.S {
+	m := mask.Node(graph.Graph(mask))
+	l := graph.Materialize(m.Graph(), ll, m.Shape().Dimensions...)
+	return graph.N(G.Where(G.GreaterThan(m, G.ZerosLike(m)), l, G.ZerosLike(l)))
 }
 
 // rowSums returns the sum over the trials axis (the last) of ll where mask is positive, with
@@ -358,9 +371,10 @@ func (e *Evaluator) buildUnrolledWith(f graph.Flow, g *G.Graph, in []*G.Node) []
 	spec := e.sym.Spec
 	n, k := len(spec.States), len(spec.Controls)
 	fi := flowInputs{
-		theta: graph.Values(graph.Unstack(in[0], 1))[0],
-		X:     graph.SeriesValues(in[1], 2, n),
-		mask:  graph.Values([]graph.S{graph.N(in[2])})[0],
+		theta:         graph.Values(graph.Unstack(in[0], 1))[0],
+		X:             graph.SeriesValues(in[1], 2, n),
+		mask:          graph.Values([]graph.S{graph.N(in[2])})[0],
+		perTrajectory: e.perTrajectory(),
 	}
 	if e.opts.Linearize == LinearizeILQG {
 		fi.Xbar = graph.SeriesValues(in[3], 2, n)
@@ -379,11 +393,28 @@ func (e *Evaluator) buildUnrolledWith(f graph.Flow, g *G.Graph, in []*G.Node) []
 		}
 	}
 	total := e.pipeline(f, fi).Scalars()[0]
+	if fi.perTrajectory {
+		trials := graph.Materialize(g, total, in[2].Shape().Dimensions...)
+		if e.opts.ValueOnly {
+			return []*G.Node{trials}
+		}
+		return []*G.Node{trials, G.Gradient(G.ReduceAllSum(trials), in[0])[0]}
+	}
 	rows := G.Reshape(total.Node(g), in[2].Shape().Dimensions[0])
 	if e.opts.ValueOnly {
 		return []*G.Node{rows}
 	}
 	return []*G.Node{rows, G.Gradient(G.ReduceAllSum(rows), in[0])[0]}
+}
+
+// perTrajectory reports whether the unrolled graph gives each trial's log-likelihood and its
+// gradient with respect to a copy of θ of the trial's own (θ input [p, P, N]), which EvalAt
+// sums over each row's trials, rather than each row's sums. With LinearizeData a trial's
+// computation involves no other trial, so every trial then gets the same bits whichever chunk
+// it is evaluated in, as one of a row's N trials or as a row of its own (TrialScores, and
+// EvalRows' flat chunks); the other linearizations share a row's nominal among its trials.
+func (e *Evaluator) perTrajectory() bool {
+	return e.opts.Linearize == LinearizeData && !e.looped()
 }
 
 // fixedInputs returns the number of inputs of the unrolled program that every Data has.

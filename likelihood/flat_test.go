@@ -1,0 +1,103 @@
+package likelihood
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFlatChunksEqualRows: rows of different numbers of trials and different θ, evaluated as
+// flat chunks of single-trial rows in TrialScores' graph (the last chunk padded), give each
+// row's log-likelihood and gradient as the rows evaluated whole, to the bit, with a
+// fitted temperature and with trials of their own length, in the graph TrialScores then uses;
+// with LinearizeMean, whose trials share their row's nominal, no flat graph is declared.
+func TestFlatChunksEqualRows(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	same := simulateTrials(t, m, control.ObservePartial, natural, 4, 30, 11)
+	varying := simulateLengths(t, m, natural, []int{30, 22, 30, 25}, 12)
+	for _, c := range []struct {
+		opts   Options
+		trials [][][]float64
+	}{
+		{Options{}, same},
+		{Options{FitTemperature: true}, same},
+		{Options{}, varying},
+	} {
+		t.Run(fmt.Sprintf("fit-temperature=%v/varying=%v", c.opts.FitTemperature, len(c.trials[1]) != len(c.trials[0])), func(t *testing.T) {
+			e, err := New(m, b, c.opts)
+			require.NoError(t, err)
+			theta := withTemperature(m.Spec(), c.opts)
+			other := append([]float64(nil), theta...)
+			other[0] += 0.1
+			rows := [][][][]float64{c.trials, c.trials[1:3], c.trials[:3]}
+			thetas := [][]float64{theta, other, theta}
+			steps := len(c.trials[0]) - 1
+
+			require.NoError(t, e.FlatChunks(c.trials))
+			require.Len(t, e.flat.graphs, 1)
+			g := e.flat.graphs[0]
+			assert.Equal(t, flatGraph{F: 4, Steps: steps, explicit: c.trials[1] != nil && len(c.trials[1]) != len(c.trials[0])}, g)
+			ds, ths, owner, ok := e.flatChunks(rows, thetas, g)
+			require.True(t, ok)
+			require.Len(t, ds, 3, "9 trials in chunks of 4")
+			assert.Equal(t, []int{2, -1, -1, -1}, owner[2], "the last chunk is padded")
+			ll, grad, err := e.runFlat(ds, ths, owner, len(rows), 2)
+			require.NoError(t, err)
+			// The flat graph is TrialScores': it computes the trials' own scores.
+			tl, _, err := e.TrialScores(c.trials, theta)
+			require.NoError(t, err)
+			assert.Equal(t, 1, e.Stats().Builds, "TrialScores ran the flat chunks' graph")
+			assertSums(t, tl, ll[0], "row 0 is the subject's trials")
+
+			d, err := e.Prepare(rows, 0)
+			require.NoError(t, err)
+			want, wantGrad, err := e.Eval(d, thetas)
+			require.NoError(t, err)
+			assert.Equal(t, want, ll, "the rows' log-likelihoods, to the bit")
+			assert.Equal(t, wantGrad, grad, "the rows' gradients, to the bit")
+		})
+	}
+	t.Run("mean linearization", func(t *testing.T) {
+		e, err := New(m, b, Options{Linearize: LinearizeMean})
+		require.NoError(t, err)
+		require.NoError(t, e.FlatChunks(same))
+		assert.Empty(t, e.flat.graphs, "its trials share their row's nominal")
+	})
+}
+
+// flatPays: flat chunks when they need fewer (element-weighted) rounds than the padded chunks,
+// from the call's shape alone.
+func TestFlatPays(t *testing.T) {
+	rows := func(n, trials int) [][][][]float64 {
+		out := make([][][][]float64, n)
+		for i := range out {
+			out[i] = make([][][]float64, trials)
+		}
+		return out
+	}
+	tests := []struct {
+		name                         string
+		rows                         [][][][]float64
+		chunk, n, trials, F, workers int
+		want                         bool
+	}{
+		{"10 rows: two chunks of 5 in one round", rows(10, 50), 5, 2, 50, 50, 2, false},
+		{"9 rows: one round of chunks", rows(9, 50), 5, 2, 50, 50, 2, false},
+		{"6 rows: 3 flat rounds of 50 against one of 250", rows(6, 50), 5, 2, 50, 50, 2, true},
+		{"3 rows: one core idle", rows(3, 50), 5, 1, 50, 50, 2, true},
+		{"rows padded to 50 trials hold 10", rows(5, 10), 5, 1, 50, 50, 2, true},
+		{"one core, 5 rows", rows(5, 50), 5, 1, 50, 50, 1, false},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, flatPays(tc.rows, tc.chunk, tc.n, tc.trials, tc.F, tc.workers), tc.name)
+	}
+}
