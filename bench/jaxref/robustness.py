@@ -203,6 +203,51 @@ def errors(truth, records):
     return per
 
 
+def _scaled(v, scale):
+    return math.log10(v) if scale == "log10" else v
+
+
+def coverage(truth, records):
+    """How often the 95 % intervals of the records hold the true value, over the fitted
+    parameters that have one: the interval the record prints (ci95_natural: robust by
+    default) and the Laplace (Hessian) one, estimate ± 1.96 × stderr_hessian_scaled in the
+    fitting scale. Returns {kind: {"covered", "total", "rate", "median_width", "per_param":
+    {name: rate}}} with widths in the fitting scale; kinds without intervals are left out."""
+    out = {}
+
+    def add(kind, name, lo, hi, t):
+        c = out.setdefault(kind, {"covered": 0, "total": 0, "widths": [], "per": {}})
+        ok = lo <= t <= hi
+        c["covered"] += ok
+        c["total"] += 1
+        c["widths"].append(hi - lo)
+        p = c["per"].setdefault(name, [0, 0])
+        p[0] += ok
+        p[1] += 1
+
+    for r in records:
+        if r.get("params") is None:
+            continue
+        t = truth[r["subject"]]
+        scale = r.get("scale", {})
+        hess = r.get("stderr_hessian_scaled") or (r.get("stderr_scaled") if r.get("uncertainty") == "hessian" else None)
+        for name in r["fitted"]:
+            if name not in t:
+                continue
+            ts = _scaled(t[name], scale.get(name))
+            ci = (r.get("ci95_scaled") or {}).get(name)
+            if ci is not None:
+                add("printed", name, ci[0], ci[1], ts)
+            if hess and hess.get(name) is not None:
+                est = _scaled(r["params"][name], scale.get(name))
+                add("hessian", name, est - 1.96 * hess[name], est + 1.96 * hess[name], ts)
+    for c in out.values():
+        c["rate"] = c["covered"] / c["total"]
+        c["median_width"] = statistics.median(c.pop("widths"))
+        c["per_param"] = {k: v[0] / v[1] for k, v in c.pop("per").items()}
+    return out
+
+
 def ref_mle(a, data, out, log):
     run([a.python, os.path.join(HERE, "refmle.py"), "--ref", a.ref, "--task", a.task, "--observe", a.observe,
          "--data", data, "--restarts", str(a.restarts), "--seed", str(a.seed), "--out", out], log)
@@ -292,6 +337,7 @@ def main(argv=None):
                     "median_fitted_temperature": statistics.median(taus) if taus else None,
                     "median_abs_rel_error": statistics.median(allv) if allv else None,
                     "per_param": {k: statistics.median(v) for k, v in per.items()},
+                    "coverage95": coverage(truth, recs),
                     "flags": flags, "seconds": round(time.time() - t0, 1)}
             summary["cells"].setdefault(agent, {})[name] = cell
             fits.setdefault(agent, {})[name] = recs
@@ -311,6 +357,17 @@ def main(argv=None):
             c = cells.get(n)
             row.append("" if c is None or c["median_abs_rel_error"] is None else
                        f"{c['median_abs_rel_error']:.3f} ({c['fitted_sets']})")
+        lines.append(f"| {agent} | " + " | ".join(row) + " |")
+    lines += ["", "Coverage of the 95 % intervals (printed, i.e. robust by default / Hessian; "
+              "median width in the fitting scale)", "",
+              "| agent | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for agent in agents:
+        cells = summary["cells"].get(agent, {})
+        row = []
+        for n in names:
+            cov = (cells.get(n) or {}).get("coverage95") or {}
+            parts = [f"{cov[k]['rate']:.2f} (w {cov[k]['median_width']:.3g})" for k in ("printed", "hessian") if k in cov]
+            row.append(" / ".join(parts))
         lines.append(f"| {agent} | " + " | ".join(row) + " |")
     for p in paired:
         lines.append("")
