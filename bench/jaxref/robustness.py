@@ -212,11 +212,13 @@ def coverage(truth, records):
     parameters that have one: the interval the record prints (ci95_natural: robust by
     default) and the Laplace (Hessian) one, estimate ± 1.96 × stderr_hessian_scaled in the
     fitting scale. Returns {kind: {"covered", "total", "rate", "median_width", "per_param":
-    {name: rate}}} with widths in the fitting scale; kinds without intervals are left out."""
+    {name: rate}, "z": {name: {"mean", "sd"}}}} with widths in the fitting scale and z the
+    errors (estimate − truth) in the interval's standard errors; kinds without intervals are
+    left out."""
     out = {}
 
     def add(kind, name, lo, hi, t):
-        c = out.setdefault(kind, {"covered": 0, "total": 0, "widths": [], "per": {}})
+        c = out.setdefault(kind, {"covered": 0, "total": 0, "widths": [], "per": {}, "z": {}})
         ok = lo <= t <= hi
         c["covered"] += ok
         c["total"] += 1
@@ -224,6 +226,8 @@ def coverage(truth, records):
         p = c["per"].setdefault(name, [0, 0])
         p[0] += ok
         p[1] += 1
+        if hi > lo:  # the error in standard errors of the interval (symmetric in the fitting scale)
+            c["z"].setdefault(name, []).append(((lo + hi) / 2 - t) / ((hi - lo) / (2 * 1.96)))
 
     for r in records:
         if r.get("params") is None:
@@ -245,6 +249,10 @@ def coverage(truth, records):
         c["rate"] = c["covered"] / c["total"]
         c["median_width"] = statistics.median(c.pop("widths"))
         c["per_param"] = {k: v[0] / v[1] for k, v in c.pop("per").items()}
+        # Why an interval misses: a mean of z far from 0 is bias, a spread above 1 too narrow
+        # an interval for the estimates' own scatter.
+        c["z"] = {k: {"mean": statistics.mean(v), "sd": statistics.stdev(v) if len(v) > 1 else None}
+                  for k, v in c["z"].items()}
     return out
 
 

@@ -28,6 +28,11 @@ class CoverageTest(unittest.TestCase):
         self.assertEqual(c["hessian"]["per_param"], {"a": 0.5, "b": 1.0})
         self.assertAlmostEqual(c["printed"]["median_width"], 0.4)
         self.assertTrue(math.isclose(c["hessian"]["median_width"], 2 * 1.96 * 0.1))
+        # z: (centre − truth) / se; for a, s1 (-2.0 - -2) / (0.2 / 3.92) = 0 and s2 0.
+        self.assertAlmostEqual(c["printed"]["z"]["a"]["mean"], 0.0)
+        self.assertAlmostEqual(c["printed"]["z"]["b"]["mean"], 0.3 / (0.4 / 3.92))
+        self.assertIsNone(c["printed"]["z"]["b"]["sd"])
+        self.assertAlmostEqual(c["hessian"]["z"]["a"]["mean"], ((-2.05 + 2) / 0.01 + 0) / 2)
 
 
 if __name__ == "__main__":
