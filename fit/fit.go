@@ -63,6 +63,9 @@ type Options struct {
 	Starts map[string]map[string]float64
 	// StartsFrom names where Starts came from (a results file), for the records (Run.Start).
 	StartsFrom string
+	// CheckDraws is the number of data sets the goodness-of-fit check simulates per subject
+	// (Check); 0 runs no check.
+	CheckDraws int
 }
 
 // The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
@@ -130,6 +133,10 @@ type Result struct {
 	// local optima a sampler's chains can start from. Not written to results files.
 	Ends      [][]float64 `json:"-"`
 	EndLogLik []float64   `json:"-"`
+	// Check is the goodness-of-fit check (Options.CheckDraws); nil when none ran, and
+	// CheckErr then says why if one was asked for.
+	Check    *Check
+	CheckErr string
 }
 
 // Fitter fits one task's likelihood.
@@ -331,7 +338,7 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		go func() {
 			defer wg.Done()
 			defer b.exit()
-			res := f.fitSubject(ctx, b, si, subjects[si], start, tr)
+			res := f.fitSubject(ctx, b, si, subjects[si], start, tr, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
 			mu.Lock()
 			defer mu.Unlock()
 			if ctx.Err() != nil || emitErr != nil {
@@ -406,7 +413,7 @@ func (f *Fitter) Batches() int { return f.batches }
 
 // fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
 // goroutine is itself a registered worker of b while it runs.
-func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time, track *tracker) Result {
+func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time, track *tracker, batching likelihood.Batching) Result {
 	nObs := 0.0 // the transitions observed: every trial's own steps
 	for _, tr := range s.Trials {
 		nObs += float64(len(tr) - 1)
@@ -533,6 +540,15 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	res.BIC = k*math.Log(nObs) - 2*res.LogLik
 	if err := f.laplace(ctx, b, si, s, bestRes.X, &res); err != nil {
 		res.Err = err.Error()
+	}
+	if f.opts.CheckDraws > 0 && res.Err == "" && ctx.Err() == nil {
+		b.exit() // the check evaluates on its own: the batcher must not wait for this subject
+		c, err := f.check(s, bestRes.X, res.LogLik, batching)
+		b.enter()
+		if err != nil {
+			res.CheckErr = err.Error()
+		}
+		res.Check = c
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res

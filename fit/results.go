@@ -76,6 +76,8 @@ type Record struct {
 	Trials         int                   `json:"trials"`
 	Seconds        float64               `json:"seconds"`
 	Error          string                `json:"error,omitempty"`
+	Check          *Check                `json:"check,omitempty"`       // goodness of fit (Result.Check)
+	CheckError     string                `json:"check_error,omitempty"` // why a check asked for did not run
 }
 
 // NewRecord returns the record of a result of run; scale names each parameter's fitting scale.
@@ -86,7 +88,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		Uncertainty: r.Uncertainty, StdErrHessian: r.StdErrHessian,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
-		Error: r.Err}
+		Error: r.Err, Check: r.Check, CheckError: r.CheckErr}
 	if r.Err == "" || r.Params != nil {
 		rec.LogLik, rec.AIC, rec.BIC = ptr(r.LogLik), ptr(r.AIC), ptr(r.BIC)
 	}

@@ -69,6 +69,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
 	start := fs.String("start", "", "a results `file` of nioc-gpu fit of the same task: each subject's first restart begins at its estimate there (one with another --linearize, say), the other restarts at random points")
 	uncertainty := fs.String("uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used) or hessian (inverse Hessian: exact only where the likelihood is)")
+	checkDraws := fs.Int("check-draws", fit.DefaultCheckDraws, "data sets the goodness-of-fit check simulates from the fitted agent per subject (the record's \"check\"; a warning when its p-value is below 0.05: the intervals are then too narrow); 0 turns the check off")
 	every := fs.Duration("checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -90,6 +91,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *uncertainty != fit.UncertaintyRobust && *uncertainty != fit.UncertaintyHessian {
 		return usagef("--uncertainty must be %s or %s, got %q", fit.UncertaintyRobust, fit.UncertaintyHessian, *uncertainty)
 	}
+	if *checkDraws < 0 || *checkDraws == 1 || *checkDraws == 2 {
+		return usagef("--check-draws must be 0 (no check) or at least 3, got %d", *checkDraws)
+	}
 	if *every < 0 {
 		return usagef("--checkpoint-every must be >= 0 (0 disables checkpoints), got %s", *every)
 	}
@@ -107,7 +111,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
 		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: *every,
-		Uncertainty: *uncertainty})
+		Uncertainty: *uncertainty, CheckDraws: *checkDraws})
 	if err != nil {
 		return usageError{err}
 	}
@@ -278,6 +282,9 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 		if r.Err != "" {
 			failed++
 			bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
+		}
+		if r.Check.Warns() {
+			bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): its intervals are too narrow (docs/intervals.md)", r.Subject, r.Check.Z, r.Check.P))
 		}
 		rec := fit.NewRecord(r, run, scale)
 		done = append(done, rec)

@@ -1,12 +1,7 @@
 package ioc
 
 import (
-	"errors"
 	"fmt"
-	"maps"
-	"math"
-	"slices"
-	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
@@ -33,9 +28,6 @@ type Predictive struct {
 	s       *Sampler
 	opts    PPCOptions
 	observe control.Observe
-
-	mu      sync.Mutex
-	solvers map[int]*control.Solver // by horizon, so that each is compiled once
 }
 
 // Predictive returns the posterior predictive check of the sampler's subjects with opts.
@@ -58,7 +50,7 @@ func (s *Sampler) Predictive(opts PPCOptions) (*Predictive, error) {
 	if o.Method == likelihood.MCEBaseline {
 		observe = control.ObserveFull
 	}
-	return &Predictive{s: s, opts: opts, observe: observe, solvers: map[int]*control.Solver{}}, nil
+	return &Predictive{s: s, opts: opts, observe: observe}, nil
 }
 
 // Options returns the check's options, defaults filled in.
@@ -110,7 +102,7 @@ func (p *Predictive) Check(r Result, trials [][][]float64) (*Check, error) {
 	for j := range lengths {
 		lengths[j] = len(trials[j%len(trials)]) - 1
 	}
-	sims, diverged, err := p.simulate(c.Thetas, lengths, subjectSeed(p.opts.Seed, r.Subject))
+	sims, diverged, err := p.s.e.SimulateAgent(c.Thetas, lengths, subjectSeed(p.opts.Seed, r.Subject))
 	if err != nil {
 		return nil, fmt.Errorf("subject %s: %w", r.Subject, err)
 	}
@@ -129,104 +121,4 @@ func pickDraws(n, k int) []int {
 		out[i] = int((float64(i) + 0.5) * float64(n) / float64(k))
 	}
 	return out
-}
-
-// simulate simulates trials of lengths[j] steps at each of thetas (the sampler's spec,
-// natural units) and returns them [theta][trial][t][state] without the diverged ones, and how
-// many diverged.
-func (p *Predictive) simulate(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, int, error) {
-	m := p.opts.Model
-	spec := m.Spec()
-	o := p.s.e.Options()
-	np := len(spec.Params)
-	model := make([][]float64, len(thetas)) // the planner's parameters: no temperature
-	for i, th := range thetas {
-		model[i] = th[:np]
-	}
-	horizons := map[int][]int{} // horizon → the trials planned over it
-	for j, T := range lengths {
-		h := T
-		if spec.PlanningHorizon() == models.HorizonTask {
-			if T > spec.Steps {
-				return nil, 0, fmt.Errorf("a trial of %d steps, more than the %d the agent of task %s plans over", T, spec.Steps, spec.Name)
-			}
-			h = spec.Steps
-		}
-		if T < 1 {
-			return nil, 0, fmt.Errorf("a trial of %d steps: need at least 1", T)
-		}
-		horizons[h] = append(horizons[h], j)
-	}
-	out := make([][][][]float64, len(thetas))
-	for i := range out {
-		out[i] = make([][][]float64, len(lengths))
-	}
-	for _, h := range slices.Sorted(maps.Keys(horizons)) {
-		sv, err := p.solver(h)
-		if err != nil {
-			return nil, 0, err
-		}
-		pol, err := sv.Solve(model, nil)
-		if err != nil {
-			return nil, 0, err
-		}
-		so := control.SimOptions{Observe: p.observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
-			Temperature: o.Temperature}
-		if o.FitTemperature {
-			so.Temperature = 1
-			scaleNoise(pol, thetas, np)
-		}
-		xs, err := control.Simulate(m, pol, model, p.s.e.Backend(), so)
-		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
-			return nil, 0, err
-		}
-		for i := range thetas {
-			for r, j := range horizons[h] {
-				out[i][j] = xs[i][r][:lengths[j]+1]
-			}
-		}
-	}
-	diverged := 0
-	for i := range out {
-		out[i] = slices.DeleteFunc(out[i], func(tr [][]float64) bool {
-			for _, x := range tr {
-				for _, v := range x {
-					if math.IsNaN(v) || math.IsInf(v, 0) {
-						diverged++
-						return true
-					}
-				}
-			}
-			return false
-		})
-	}
-	return out, diverged, nil
-}
-
-// scaleNoise gives problem q of pol the policy noise of temperature thetas[q][np] (the
-// sampled temperature) when simulated at temperature 1: the noise's covariance τ·H̃⁻¹ is
-// (H̃/τ)⁻¹, so H̃, which the simulation uses for nothing else, is divided by τ. One
-// simulation then serves draws of different temperatures.
-func scaleNoise(pol *control.Policy, thetas [][]float64, np int) {
-	P := pol.Problems
-	for t := range len(pol.Hessian) / P {
-		for q := range P {
-			pol.Hessian[t*P+q] /= thetas[q][np]
-		}
-	}
-}
-
-// solver returns the iLQG solver of horizon h, created once, with the likelihood's planner.
-func (p *Predictive) solver(h int) (*control.Solver, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if sv, ok := p.solvers[h]; ok {
-		return sv, nil
-	}
-	sv, err := control.NewSolver(p.opts.Model, h, p.s.e.Backend(), p.s.e.Options().Solver)
-	if err != nil {
-		return nil, err
-	}
-	p.solvers[h] = sv
-	return sv, nil
 }

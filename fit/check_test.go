@@ -1,0 +1,45 @@
+package fit
+
+import (
+	"math"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckQuietOnOurAgentWarnsOnReference: the goodness-of-fit check stays quiet on data of
+// the agent the likelihood describes and warns on data of another agent: 50 partially
+// observable pendulum trials made by the JAX reference's agent (bench/jaxref/refsim.py, set003
+// of the 100-set study of docs/intervals.md: no policy noise, its planner stopped after 10
+// iterations), and 50 trials of our agent at the same parameters; both fitted with the default
+// likelihood (the temperature fitted).
+func TestCheckQuietOnOurAgentWarnsOnReference(t *testing.T) {
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	set, err := data.Read("testdata/pendulum-ref-set003.csv", []string{"theta", "omega"})
+	require.NoError(t, err)
+	ref := make([][][]float64, len(set.Subjects[0].Trials))
+	for j, tr := range set.Subjects[0].Trials {
+		ref[j] = tr.States
+	}
+	truth := []float64{0.0011884784652203477, 0.0073670118312919048, 0.12327755191299317, 0.018712811379465667}
+	ours := simulateAt(t, "pendulum", truth, 0, control.SimOptions{Trials: 50, Seed: 3, Temperature: spec.Temperature})
+	f := newFitter(t, "pendulum", likelihood.Options{FitTemperature: true}, Options{Restarts: 6, Seed: 1, CheckDraws: DefaultCheckDraws})
+	res := fitAll(t, f, []Subject{{ID: "ref", Trials: ref}, {ID: "ours", Trials: ours}})
+	for id, r := range res {
+		require.Empty(t, r.Err, id)
+		require.NotNil(t, r.Check, "%s: %s", id, r.CheckErr)
+		assert.Equal(t, DefaultCheckDraws, r.Check.Draws, id)
+		assert.False(t, math.IsNaN(r.Check.P), id)
+		t.Logf("%s: loglik %.1f sims %.1f ± %.1f z %.2f p %.3g params %v", id, r.LogLik, r.Check.SimMean, r.Check.SimSD, r.Check.Z, r.Check.P, r.Params)
+	}
+	assert.True(t, res["ref"].Check.Warns(), "the reference's agent: z %.2f, p %.3g", res["ref"].Check.Z, res["ref"].Check.P)
+	assert.False(t, res["ours"].Check.Warns(), "our agent: z %.2f, p %.3g", res["ours"].Check.Z, res["ours"].Check.P)
+	assert.Less(t, math.Abs(res["ours"].Check.Z), 1.5)
+}

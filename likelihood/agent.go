@@ -1,0 +1,104 @@
+package likelihood
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// SimulateAgent simulates the agent this likelihood describes — its observation mode (an
+// agent that sees the state for the MCE baseline, which has no observation model), planner
+// and policy noise (at each θ's own temperature when the temperature is fitted) — at each of
+// thetas (every parameter of Spec(), natural units), trial j of lengths[j] steps, starting
+// at the task's initial state, its noise from seed and j. It returns the trials
+// [theta][trial][t][state] without those whose states became infinite, and how many did.
+// Posterior predictive checks (posterior/ioc) and fit's goodness-of-fit check use it.
+func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, int, error) {
+	m := e.sym.Model
+	spec := m.Spec()
+	np := len(spec.Params)
+	observe := e.opts.Observe
+	if e.opts.Method == MCEBaseline {
+		observe = control.ObserveFull
+	}
+	model := make([][]float64, len(thetas)) // the planner's parameters: no temperature
+	for i, th := range thetas {
+		model[i] = th[:np]
+	}
+	horizons := map[int][]int{} // horizon → the trials planned over it
+	for j, T := range lengths {
+		h := T
+		if spec.PlanningHorizon() == models.HorizonTask {
+			if T > spec.Steps {
+				return nil, 0, fmt.Errorf("a trial of %d steps, more than the %d the agent of task %s plans over", T, spec.Steps, spec.Name)
+			}
+			h = spec.Steps
+		}
+		if T < 1 {
+			return nil, 0, fmt.Errorf("a trial of %d steps: need at least 1", T)
+		}
+		horizons[h] = append(horizons[h], j)
+	}
+	out := make([][][][]float64, len(thetas))
+	for i := range out {
+		out[i] = make([][][]float64, len(lengths))
+	}
+	for _, h := range slices.Sorted(maps.Keys(horizons)) {
+		sv, err := e.solverFor(h)
+		if err != nil {
+			return nil, 0, err
+		}
+		pol, err := sv.Solve(model, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
+			Temperature: e.opts.Temperature}
+		if e.opts.FitTemperature {
+			so.Temperature = 1
+			scaleNoise(pol, thetas, np)
+		}
+		xs, err := control.Simulate(m, pol, model, e.backend, so)
+		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
+			return nil, 0, err
+		}
+		for i := range thetas {
+			for r, j := range horizons[h] {
+				out[i][j] = xs[i][r][:lengths[j]+1]
+			}
+		}
+	}
+	diverged := 0
+	for i := range out {
+		out[i] = slices.DeleteFunc(out[i], func(tr [][]float64) bool {
+			for _, x := range tr {
+				for _, v := range x {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						diverged++
+						return true
+					}
+				}
+			}
+			return false
+		})
+	}
+	return out, diverged, nil
+}
+
+// scaleNoise gives problem q of pol the policy noise of temperature thetas[q][np] (the
+// fitted temperature) when simulated at temperature 1: the noise's covariance τ·H̃⁻¹ is
+// (H̃/τ)⁻¹, so H̃, which the simulation uses for nothing else, is divided by τ. One
+// simulation then serves parameter vectors of different temperatures.
+func scaleNoise(pol *control.Policy, thetas [][]float64, np int) {
+	P := pol.Problems
+	for t := range len(pol.Hessian) / P {
+		for q := range P {
+			pol.Hessian[t*P+q] /= thetas[q][np]
+		}
+	}
+}
