@@ -46,33 +46,11 @@ func (c *Check) Warns() bool { return c != nil && c.P < CheckAlpha }
 // scale) with log-likelihood loglik, evaluating in the fit's batching.
 func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likelihood.Batching) (*Check, error) {
 	K := f.opts.CheckDraws
-	full := f.full(x)
-	spec := f.e.Spec()
-	natural := make([]float64, len(full))
-	for i, v := range full {
-		natural[i] = spec.Params[i].FromScale(v)
-	}
-	thetas := make([][]float64, K) // one problem per data set: each its own noise
-	for k := range thetas {
-		thetas[k] = natural
-	}
-	lengths := make([]int, len(s.Trials))
-	for j, tr := range s.Trials {
-		lengths[j] = len(tr) - 1
-	}
-	sims, _, err := f.e.SimulateAgent(thetas, lengths, checkSeed(f.opts.Seed, s.ID))
+	rows, err := f.simulateAt(s, x, K, checkSeed(f.opts.Seed, s.ID))
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
-	var rows [][][][]float64
-	for _, d := range sims {
-		if len(d) == len(s.Trials) { // a data set with a diverged trial is left out
-			rows = append(rows, d)
-		}
-	}
-	if len(rows) < max(3, K/2) {
-		return nil, fmt.Errorf("goodness-of-fit check: %d of %d simulated data sets diverged", K-len(rows), K)
-	}
+	full := f.full(x)
 	at := make([][]float64, len(rows))
 	for i := range at {
 		at[i] = full

@@ -66,6 +66,13 @@ type Options struct {
 	// CheckDraws is the number of data sets the goodness-of-fit check simulates per subject
 	// (Check); 0 runs no check.
 	CheckDraws int
+	// Bootstrap is the number of data sets of the parametric bootstrap of each subject with
+	// Uncertainty UncertaintyBootstrap (0 means DefaultBootstrapDraws), and BootstrapRestarts
+	// the restarts of each refit (0 means DefaultBootstrapRestarts).
+	Bootstrap, BootstrapRestarts int
+
+	refit     bool // a bootstrap's refits: no standard errors, no early graphs
+	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
 }
 
 // The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
@@ -137,6 +144,10 @@ type Result struct {
 	// CheckErr then says why if one was asked for.
 	Check    *Check
 	CheckErr string
+	// Bootstrap is the parametric bootstrap (UncertaintyBootstrap); nil when none ran, and
+	// BootstrapErr then says why if one was asked for (the robust intervals stand).
+	Bootstrap    *Bootstrap
+	BootstrapErr string
 }
 
 // Fitter fits one task's likelihood.
@@ -171,6 +182,18 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 	}
 	if opts.BestTol <= 0 {
 		opts.BestTol = 0.01
+	}
+	switch opts.Uncertainty {
+	case "", UncertaintyRobust, UncertaintyHessian:
+	case UncertaintyBootstrap:
+		if opts.Bootstrap == 0 {
+			opts.Bootstrap = DefaultBootstrapDraws
+		}
+		if opts.Bootstrap < 3 {
+			return nil, fmt.Errorf("the bootstrap needs at least 3 data sets, got %d", opts.Bootstrap)
+		}
+	default:
+		return nil, fmt.Errorf("unknown uncertainty %q: use %s, %s or %s", opts.Uncertainty, UncertaintyRobust, UncertaintyHessian, UncertaintyBootstrap)
 	}
 	sel, err := NewSelection(e, opts.Infer, opts.Fix)
 	if err != nil {
@@ -289,6 +312,9 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	}
 	// Most requests in flight at once: every restart of every subject, or a Hessian's 2p.
 	most := max(f.opts.Restarts, 2*len(f.infer)) * len(subjects)
+	if f.opts.batchMost > 0 {
+		most = f.opts.batchMost
+	}
 	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
 		ll, grad, err := f.evalBatch(rows, trials, most, reqs)
 		mu.Lock()
@@ -316,7 +342,7 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		}
 		return ll, grad, err
 	})
-	if f.robust(subjects[0]) && !graph.CompilesSlowly(f.e.Backend()) {
+	if f.robust(subjects[0]) && !f.opts.refit && !graph.CompilesSlowly(f.e.Backend()) {
 		// The trial scores' graph is built while the restarts' first graph is: on the Go
 		// backend a build runs on one core and leaves the other idle.
 		// Its flat chunks then also serve the last rounds, when few restarts are left.
@@ -538,8 +564,19 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	k := float64(len(f.infer))
 	res.AIC = 2*k - 2*res.LogLik
 	res.BIC = k*math.Log(nObs) - 2*res.LogLik
+	if f.opts.refit {
+		res.Seconds = time.Since(start).Seconds()
+		return res
+	}
 	if err := f.laplace(ctx, b, si, s, bestRes.X, &res); err != nil {
 		res.Err = err.Error()
+	}
+	if f.opts.Uncertainty == UncertaintyBootstrap && res.Err == "" && ctx.Err() == nil {
+		b.exit() // the refits run on their own: the batcher must not wait for this subject
+		if err := f.bootstrap(ctx, s, bestRes.X, &res, batching); err != nil {
+			res.BootstrapErr = err.Error()
+		}
+		b.enter()
 	}
 	if f.opts.CheckDraws > 0 && res.Err == "" && ctx.Err() == nil {
 		b.exit() // the check evaluates on its own: the batcher must not wait for this subject

@@ -32,8 +32,11 @@ type Run struct {
 	Likelihood string  `json:"likelihood,omitempty"`
 	Seed       *uint64 `json:"seed,omitempty"`
 	MaxIter    int     `json:"max_iter,omitempty"`
-	// StdErrs is the Options.Uncertainty asked for when it is not the default (robust).
+	// StdErrs is the Options.Uncertainty asked for when it is not the default (robust); for
+	// the bootstrap with its data sets and restarts ("bootstrap 20x5").
 	StdErrs string `json:"stderrs,omitempty"`
+	// CheckDraws is Options.CheckDraws (absent in records of earlier versions).
+	CheckDraws *int `json:"check_draws,omitempty"`
 	// Start names the results file whose estimates began each subject's first restart
 	// (Options.StartsFrom); empty for random starts only.
 	Start string `json:"start,omitempty"`
@@ -76,8 +79,10 @@ type Record struct {
 	Trials         int                   `json:"trials"`
 	Seconds        float64               `json:"seconds"`
 	Error          string                `json:"error,omitempty"`
-	Check          *Check                `json:"check,omitempty"`       // goodness of fit (Result.Check)
-	CheckError     string                `json:"check_error,omitempty"` // why a check asked for did not run
+	Check          *Check                `json:"check,omitempty"`           // goodness of fit (Result.Check)
+	CheckError     string                `json:"check_error,omitempty"`     // why a check asked for did not run
+	Bootstrap      *Bootstrap            `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
+	BootstrapError string                `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
 }
 
 // NewRecord returns the record of a result of run; scale names each parameter's fitting scale.
@@ -88,7 +93,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		Uncertainty: r.Uncertainty, StdErrHessian: r.StdErrHessian,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
-		Error: r.Err, Check: r.Check, CheckError: r.CheckErr}
+		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr}
 	if r.Err == "" || r.Params != nil {
 		rec.LogLik, rec.AIC, rec.BIC = ptr(r.LogLik), ptr(r.AIC), ptr(r.BIC)
 	}
@@ -216,6 +221,9 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 	diff("start", cmp.Or(rec.Start, "random points only"), cmp.Or(run.Start, "random points only"))
 	if rec.Uncertainty != "" || rec.StdErrs != "" { // records before robust errors had Hessian ones
 		diff("uncertainty", cmp.Or(rec.StdErrs, UncertaintyRobust), cmp.Or(run.StdErrs, UncertaintyRobust))
+	}
+	if rec.CheckDraws != nil && run.CheckDraws != nil {
+		diff("check-draws", strconv.Itoa(*rec.CheckDraws), strconv.Itoa(*run.CheckDraws))
 	}
 	list := func(names []string) string {
 		if len(names) == 0 {

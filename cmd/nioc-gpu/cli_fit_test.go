@@ -292,7 +292,9 @@ func TestCLIFitErrors(t *testing.T) {
 	}{
 		{"restarts 0", []string{"--restarts", "0"}, 2, []string{"--restarts must be >= 1, got 0"}},
 		{"max-iter 0", []string{"--max-iter", "0"}, 2, []string{"--max-iter must be >= 1"}},
-		{"uncertainty", []string{"--uncertainty", "bootstrap"}, 2, []string{`--uncertainty must be robust or hessian, got "bootstrap"`}},
+		{"uncertainty", []string{"--uncertainty", "sandwich"}, 2, []string{`--uncertainty must be robust, hessian or bootstrap, got "sandwich"`}},
+		{"bootstrap draws", []string{"--uncertainty", "bootstrap", "--bootstrap-draws", "2"}, 2, []string{"--bootstrap-draws must be >= 3"}},
+		{"check draws", []string{"--check-draws", "2"}, 2, []string{"--check-draws must be 0 (no check) or at least 3"}},
 		{"max-batch 0", []string{"--max-batch", "0"}, 2, []string{"--max-batch must be >= 1, got 0"}},
 		{"max-batch negative", []string{"--max-batch", "-5"}, 2, []string{"--max-batch must be >= 1, got -5"}},
 		{"--infer obs_noise with --observe full", []string{"--observe", "full", "--infer", "action_cost,obs_noise"}, 2,

@@ -59,7 +59,7 @@ func parseNames(s string) []string {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian] [--check-draws 20] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian|bootstrap] [--check-draws 20] [--infer ...] [--fix ...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -68,7 +68,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the restarts' initial points")
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
 	start := fs.String("start", "", "a results `file` of nioc-gpu fit of the same task: each subject's first restart begins at its estimate there (one with another --linearize, say), the other restarts at random points")
-	uncertainty := fs.String("uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used) or hessian (inverse Hessian: exact only where the likelihood is)")
+	uncertainty := fs.String("uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used), hessian (inverse Hessian: exact only where the likelihood is) or bootstrap (robust, widened and re-centred by a bias-corrected parametric bootstrap: --bootstrap-draws refits per subject; docs/intervals.md)")
+	bootDraws := fs.Int("bootstrap-draws", fit.DefaultBootstrapDraws, "with --uncertainty bootstrap: data sets simulated at each subject's estimate and refitted")
+	bootRestarts := fs.Int("bootstrap-restarts", fit.DefaultBootstrapRestarts, "with --uncertainty bootstrap: random restarts of each refit")
 	checkDraws := fs.Int("check-draws", fit.DefaultCheckDraws, "data sets the goodness-of-fit check simulates from the fitted agent per subject (the record's \"check\"; a warning when its p-value is below 0.05: the intervals are then too narrow); 0 turns the check off")
 	every := fs.Duration("checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 	if err := parseFlags(fs, args); err != nil {
@@ -88,8 +90,11 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 1 {
 		return usagef("--max-iter must be >= 1, got %d", *maxIter)
 	}
-	if *uncertainty != fit.UncertaintyRobust && *uncertainty != fit.UncertaintyHessian {
-		return usagef("--uncertainty must be %s or %s, got %q", fit.UncertaintyRobust, fit.UncertaintyHessian, *uncertainty)
+	if *uncertainty != fit.UncertaintyRobust && *uncertainty != fit.UncertaintyHessian && *uncertainty != fit.UncertaintyBootstrap {
+		return usagef("--uncertainty must be %s, %s or %s, got %q", fit.UncertaintyRobust, fit.UncertaintyHessian, fit.UncertaintyBootstrap, *uncertainty)
+	}
+	if *bootDraws < 3 || *bootRestarts < 1 {
+		return usagef("--bootstrap-draws must be >= 3 and --bootstrap-restarts >= 1, got %d and %d", *bootDraws, *bootRestarts)
 	}
 	if *checkDraws < 0 || *checkDraws == 1 || *checkDraws == 2 {
 		return usagef("--check-draws must be 0 (no check) or at least 3, got %d", *checkDraws)
@@ -111,7 +116,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter,
 		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: *every,
-		Uncertainty: *uncertainty, CheckDraws: *checkDraws})
+		Uncertainty: *uncertainty, CheckDraws: *checkDraws, Bootstrap: *bootDraws, BootstrapRestarts: *bootRestarts})
 	if err != nil {
 		return usageError{err}
 	}
@@ -177,9 +182,12 @@ func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.R
 	fo := fitter.Options()
 	run := fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
 		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter,
-		Start: fo.StartsFrom}
-	if fo.Uncertainty == fit.UncertaintyHessian {
+		Start: fo.StartsFrom, CheckDraws: &fo.CheckDraws}
+	switch fo.Uncertainty {
+	case fit.UncertaintyHessian:
 		run.StdErrs = fo.Uncertainty
+	case fit.UncertaintyBootstrap:
+		run.StdErrs = fmt.Sprintf("%s %dx%d", fo.Uncertainty, fo.Bootstrap, fo.BootstrapRestarts)
 	}
 	return run
 }
@@ -282,6 +290,9 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 		if r.Err != "" {
 			failed++
 			bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
+		}
+		if r.BootstrapErr != "" {
+			bar.println(fmt.Sprintf("warning: subject %s: %s; its intervals are the robust ones", r.Subject, r.BootstrapErr))
 		}
 		if r.Check.Warns() {
 			bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): its intervals are too narrow (docs/intervals.md)", r.Subject, r.Check.Z, r.Check.P))
