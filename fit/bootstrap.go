@@ -38,6 +38,8 @@ type Bootstrap struct {
 // bootstrap runs the parametric bootstrap of subject s fitted at x (fitted parameters,
 // fitting scale) and sets res's standard errors and intervals from it (UncertaintyBootstrap).
 func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Result, batching likelihood.Batching) error {
+	f.bootstraps.Lock() // bounds the memory of the refits' chunks to one subject's
+	defer f.bootstraps.Unlock()
 	K := f.opts.Bootstrap
 	sims, err := f.simulateAt(s, x, K, bootstrapSeed(f.opts.Seed, s.ID))
 	if err != nil {

@@ -162,6 +162,7 @@ type Fitter struct {
 	base, natural []float64
 	lo, hi        []float64
 	batches       int
+	bootstraps    sync.Mutex // one subject's bootstrap at a time: each keeps every core busy
 }
 
 // New returns a Fitter for the evaluator's likelihood. It checks the options: restarts ≥ 1,

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 
@@ -24,6 +25,8 @@ func TestPauseGCNests(t *testing.T) {
 	r1()
 	r1()
 	assert.Equal(t, -1, gcPercent(), "one build still under way")
+	assert.Less(t, debug.SetMemoryLimit(-1), int64(math.MaxInt64), "a memory limit while paused")
 	r2()
 	assert.Equal(t, 150, gcPercent())
+	assert.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "the limit restored")
 }
