@@ -15,9 +15,9 @@ var gcPause struct {
 }
 
 // pauseHeadroom is how much the heap may grow while the collector is paused before it runs
-// anyway (a memory limit): a build's own growth is far below it (cart-pole's two builds side
-// by side: 2 GB), but other goroutines that allocate meanwhile cannot exhaust the machine.
-const pauseHeadroom = 4 << 30
+// anyway (a memory limit): a build's own growth stays below it (cart-pole's two builds side
+// by side: 1.9 GB at its peak), but other goroutines that allocate meanwhile cannot exhaust the machine.
+const pauseHeadroom = 2 << 30
 
 // pauseGC turns the garbage collector off until every caller has called the function it
 // returns. Building an unrolled graph (GoMLX nodes, their gradient, the tape) allocates
