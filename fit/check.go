@@ -45,6 +45,8 @@ func (c *Check) Warns() bool { return c != nil && c.P < CheckAlpha }
 // check runs the goodness-of-fit check of subject s fitted at x (fitted parameters, fitting
 // scale) with log-likelihood loglik, evaluating in the fit's batching.
 func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likelihood.Batching) (*Check, error) {
+	f.checks.Lock() // bounds the memory of the checks' chunks, which run beside the fit's
+	defer f.checks.Unlock()
 	K := f.opts.CheckDraws
 	rows, err := f.simulateAt(s, x, K, checkSeed(f.opts.Seed, s.ID))
 	if err != nil {

@@ -163,6 +163,7 @@ type Fitter struct {
 	lo, hi        []float64
 	batches       int
 	bootstraps    sync.Mutex // one subject's bootstrap at a time: each keeps every core busy
+	checks        sync.Mutex // one subject's check at a time: each runs chunks on every core
 }
 
 // New returns a Fitter for the evaluator's likelihood. It checks the options: restarts ≥ 1,
