@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"gonum.org/v1/gonum/stat"
 )
 
 // UncertaintyBootstrap (Options.Uncertainty): the robust standard errors widened and the
@@ -84,36 +86,27 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	}
 	res.CI95 = map[string][2]float64{}
 	res.CI95Natural = map[string][2]float64{}
-	n := float64(len(refits))
+	column := make([]float64, len(refits))
 	for k, i := range f.infer {
 		prm := f.spec.Params[i]
-		var mean, m2 float64
 		for j, row := range refits {
-			d := row[k] - mean
-			mean += d / float64(j+1)
-			m2 += d * (row[k] - mean)
+			column[j] = row[k]
 		}
-		bias, sd := mean-x[k], math.Sqrt(m2/(n-1))
-		bs.Bias[prm.Name], bs.SD[prm.Name] = bias, sd
+		mean, sd := stat.MeanStdDev(column, nil)
+		bs.Bias[prm.Name], bs.SD[prm.Name] = mean-x[k], sd
 		se := sd
 		if old, ok := res.StdErr[prm.Name]; ok {
 			se = math.Max(se, old)
 		}
-		centre := x[k] - bias
-		lo, hi := centre-1.959963984540054*se, centre+1.959963984540054*se
-		res.StdErr[prm.Name] = se
-		res.CI95[prm.Name] = [2]float64{lo, hi}
-		if nlo, nhi := prm.FromScale(lo), prm.FromScale(hi); !math.IsInf(nlo, 0) && !math.IsInf(nhi, 0) {
-			res.CI95Natural[prm.Name] = [2]float64{nlo, nhi}
-		}
+		res.setInterval(prm, x[k]-bs.Bias[prm.Name], se)
 	}
 	res.Bootstrap, res.Uncertainty = bs, UncertaintyBootstrap
 	return nil
 }
 
 // simulateAt simulates K data sets of the likelihood's agent at x (fitted parameters, fitting
-// scale; the others at their fixed values), each with s's number of trials and their lengths,
-// and returns those without a diverged trial.
+// scale; the others at their fixed values), each with s's number of trials and their lengths
+// (the trials of one problem, planned once), and returns those without a diverged trial.
 func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64) ([][][][]float64, error) {
 	full := f.full(x)
 	spec := f.e.Spec()
@@ -121,21 +114,19 @@ func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64) ([][][][
 	for i, v := range full {
 		natural[i] = spec.Params[i].FromScale(v)
 	}
-	thetas := make([][]float64, K) // one problem per data set: each its own noise
-	for k := range thetas {
-		thetas[k] = natural
+	N := len(s.Trials)
+	lengths := make([]int, K*N)
+	for j := range lengths {
+		lengths[j] = len(s.Trials[j%N]) - 1
 	}
-	lengths := make([]int, len(s.Trials))
-	for j, tr := range s.Trials {
-		lengths[j] = len(tr) - 1
-	}
-	sims, _, err := f.e.SimulateAgent(thetas, lengths, seed)
+	sims, err := f.e.SimulateAgentTrials([][]float64{natural}, lengths, seed)
 	if err != nil {
 		return nil, err
 	}
 	var rows [][][][]float64
-	for _, d := range sims {
-		if len(d) == len(s.Trials) { // a data set with a diverged trial is left out
+	for k := range K {
+		d := sims[0][k*N : (k+1)*N]
+		if !slices.ContainsFunc(d, func(tr [][]float64) bool { return tr == nil }) { // a data set with a diverged trial is left out
 			rows = append(rows, d)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -61,17 +62,13 @@ func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likeliho
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
-	var mean, m2 float64
-	for i, v := range lls {
+	for _, v := range lls {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil, fmt.Errorf("goodness-of-fit check: a simulated data set's log-likelihood is not finite")
 		}
-		d := v - mean
-		mean += d / float64(i+1)
-		m2 += d * (v - mean)
 	}
 	n := float64(len(lls))
-	sd := math.Sqrt(m2 / (n - 1))
+	mean, sd := stat.MeanStdDev(lls, nil)
 	c := &Check{Draws: len(lls), SimMean: mean, SimSD: sd, Z: (loglik - mean) / sd}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}
 	c.P = 2 * t.Survival(math.Abs(c.Z)/math.Sqrt(1+1/n))

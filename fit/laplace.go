@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/nioc-gpu/nioc-gpu/models"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -107,16 +108,20 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 	res.CI95 = map[string][2]float64{}
 	res.CI95Natural = map[string][2]float64{}
 	for k, i := range f.infer {
-		prm := f.spec.Params[i]
-		se := math.Sqrt(cov[k][k])
-		lo, hi := x[k]-1.959963984540054*se, x[k]+1.959963984540054*se
-		res.StdErr[prm.Name] = se
-		res.CI95[prm.Name] = [2]float64{lo, hi}
-		if nlo, nhi := prm.FromScale(lo), prm.FromScale(hi); !math.IsInf(nlo, 0) && !math.IsInf(nhi, 0) {
-			res.CI95Natural[prm.Name] = [2]float64{nlo, nhi} // not where 10^hi overflows
-		}
+		res.setInterval(f.spec.Params[i], x[k], math.Sqrt(cov[k][k]))
 	}
 	return nil
+}
+
+// setInterval sets prm's standard error se and its 95 % interval centre ± 1.96·se in the
+// fitting scale and, where 10^end does not overflow, in natural units.
+func (res *Result) setInterval(prm models.Param, centre, se float64) {
+	lo, hi := centre-1.959963984540054*se, centre+1.959963984540054*se
+	res.StdErr[prm.Name] = se
+	res.CI95[prm.Name] = [2]float64{lo, hi}
+	if nlo, nhi := prm.FromScale(lo), prm.FromScale(hi); !math.IsInf(nlo, 0) && !math.IsInf(nhi, 0) {
+		res.CI95Natural[prm.Name] = [2]float64{nlo, nhi}
+	}
 }
 
 // spdInverse inverts a symmetric matrix by Cholesky; ok is false if it is not positive

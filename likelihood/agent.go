@@ -17,8 +17,28 @@ import (
 // thetas (every parameter of Spec(), natural units), trial j of lengths[j] steps, starting
 // at the task's initial state, its noise from seed and j. It returns the trials
 // [theta][trial][t][state] without those whose states became infinite, and how many did.
-// Posterior predictive checks (posterior/ioc) and fit's goodness-of-fit check use it.
+// Posterior predictive checks (posterior/ioc) use it.
 func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, int, error) {
+	out, err := e.SimulateAgentTrials(thetas, lengths, seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	diverged := 0
+	for i := range out {
+		out[i] = slices.DeleteFunc(out[i], func(tr [][]float64) bool {
+			if tr == nil {
+				diverged++
+			}
+			return tr == nil
+		})
+	}
+	return out, diverged, nil
+}
+
+// SimulateAgentTrials is SimulateAgent with every trial kept in its place: nil where its
+// states became infinite. fit's goodness-of-fit check and bootstrap split one problem's
+// trials into data sets with it (one iLQG solve for all of them).
+func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, error) {
 	m := e.sym.Model
 	spec := m.Spec()
 	np := len(spec.Params)
@@ -35,12 +55,12 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 		h := T
 		if spec.PlanningHorizon() == models.HorizonTask {
 			if T > spec.Steps {
-				return nil, 0, fmt.Errorf("a trial of %d steps, more than the %d the agent of task %s plans over", T, spec.Steps, spec.Name)
+				return nil, fmt.Errorf("a trial of %d steps, more than the %d the agent of task %s plans over", T, spec.Steps, spec.Name)
 			}
 			h = spec.Steps
 		}
 		if T < 1 {
-			return nil, 0, fmt.Errorf("a trial of %d steps: need at least 1", T)
+			return nil, fmt.Errorf("a trial of %d steps: need at least 1", T)
 		}
 		horizons[h] = append(horizons[h], j)
 	}
@@ -51,11 +71,11 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 	for _, h := range slices.Sorted(maps.Keys(horizons)) {
 		sv, err := e.solverFor(h)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		pol, err := sv.Solve(model, nil)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
 			Temperature: e.opts.Temperature}
@@ -65,7 +85,7 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 		}
 		xs, err := control.Simulate(m, pol, model, e.backend, so)
 		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
-			return nil, 0, err
+			return nil, err
 		}
 		for i := range thetas {
 			for r, j := range horizons[h] {
@@ -73,21 +93,25 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 			}
 		}
 	}
-	diverged := 0
 	for i := range out {
-		out[i] = slices.DeleteFunc(out[i], func(tr [][]float64) bool {
-			for _, x := range tr {
-				for _, v := range x {
-					if math.IsNaN(v) || math.IsInf(v, 0) {
-						diverged++
-						return true
-					}
-				}
+		for j, tr := range out[i] {
+			if !finite(tr) {
+				out[i][j] = nil
 			}
-			return false
-		})
+		}
 	}
-	return out, diverged, nil
+	return out, nil
+}
+
+func finite(tr [][]float64) bool {
+	for _, x := range tr {
+		for _, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // scaleNoise gives problem q of pol the policy noise of temperature thetas[q][np] (the
