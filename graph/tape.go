@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sync"
@@ -13,7 +14,9 @@ import (
 // A tape runs a built GoMLX graph on the CPU in place of the simplego backend's executor: the
 // graph's nodes, in order, become a flat list of instructions over float64 buffers whose
 // places are planned once (a buffer is reused as soon as the last instruction that reads it
-// has run), so that a run touches a small, contiguous working set. simplego's executor
+// has run, and an element-wise operation writes over an operand it reads for the last time),
+// all in one []float64 per run that instructions address by offset, so that a run touches a
+// small, contiguous working set. simplego's executor
 // visits the graph's node structures and asks a buffer pool for every op; on the graphs of
 // this tool (hundreds of thousands of small element-wise ops) that walk is bound by memory
 // latency, not by arithmetic (README, "Speed"). The numbers computed are the same operations
@@ -25,16 +28,21 @@ import (
 // environment variable NIOC_TAPE=off turns tapes off.
 type tape struct {
 	code    []instr
-	nvals   int
-	consts  map[int32][]float64 // value → constant data
-	params  []int32             // value of each graph parameter, by handle
-	outputs []int32
+	consts  []tapeConst // copied into every run's memory once
+	params  []int32     // offset of each graph parameter, by handle
+	psizes  []int       // its elements
+	outputs []int32     // offset of each output
 	outDims [][]int
-	slotOf  []int32 // value → slot; -1 for constants and parameters
-	sizes   []int   // elements per slot
+	memory  int // elements of a run's memory: every slot, constant and parameter, one after another
 	strided []stridedSpec
 	reduces []reduceSpec
-	pool    sync.Pool // *tapeRun
+	pool    sync.Pool // *[]float64: a run's memory
+}
+
+// tapeConst is a constant's data and its offset in a run's memory.
+type tapeConst struct {
+	off  int32
+	data []float64
 }
 
 // EnvTape is the environment variable that turns tapes off ("off").
@@ -88,16 +96,21 @@ const (
 	opSubMul  // in[2] − in[0]·in[1]
 )
 
-// instr is one instruction: out = op(in...). mode says how the operands of an element-wise
-// binary op line up: 0 same size, 1 the second is one value, 2 the first is one value.
+// instr is one instruction: out = op(in...). out and in are offsets in the run's memory (one
+// []float64 holding every slot, constant and parameter). mode says how the operands of an
+// element-wise binary op line up: 0 same size, 1 the second is one value, 2 the first is one
+// value.
 type instr struct {
 	op   opcode
 	sub  opcode // opBinaryS: the binary op
 	mode uint8
-	out  int32
-	in   [3]int32
-	n    int32 // output elements
-	aux  int32
+	// inplace: the output is written over the slot of operand 1 or 2 (in[0] or in[1]), whose
+	// last use this is; 0 for a slot of its own.
+	inplace uint8
+	out     int32
+	in      [3]int32
+	n       int32 // output elements
+	aux     int32
 }
 
 // stridedSpec maps an output multi-index to input offsets: out dims and, per operand, one
@@ -119,14 +132,9 @@ type reduceSpec struct {
 	inDims     []int
 	outStrides []int
 	parts      []int   // opConcat: each operand's extent along the axis
-	operands   []int32 // opConcat: the operands' values
+	operands   []int32 // opConcat: the operands' offsets
 	outer      int     // opConcat
 	inner      int     // opConcat
-}
-
-type tapeRun struct {
-	slots [][]float64
-	vals  [][]float64
 }
 
 // compileTape compiles the graph g, whose parameters are inputs, to a tape computing outputs.
@@ -145,14 +153,16 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		}
 	}
 	index := func(n *G.Node) int32 { return int32(n.Id()) }
-	t := &tape{nvals: len(nodes), consts: map[int32][]float64{}, slotOf: make([]int32, len(nodes)), code: make([]instr, 0, len(nodes))}
-	for i := range t.slotOf {
-		t.slotOf[i] = -1
+	t := &tape{code: make([]instr, 0, len(nodes))}
+	// While compiling, instructions name values by node; each value is given a slot (a buffer
+	// shared with values whose lives do not overlap) or, for constants and parameters, a
+	// place of its own; a last pass turns values into offsets in the run's memory.
+	slotOf := make([]int32, len(nodes)) // value → slot; -1 for constants and parameters
+	for i := range slotOf {
+		slotOf[i] = -1
 	}
-	t.params = make([]int32, len(inputs))
-	for i, in := range inputs {
-		t.params[i] = index(in)
-	}
+	var sizes []int        // elements per slot
+	var consts []tapeConst // off holds the constant's node until the last pass
 	fused := fuseMulAdd(nodes, need, outputs)
 	// The operands of every instruction: a node's inputs, a fused product's in place of it.
 	operands := func(n *G.Node) []*G.Node {
@@ -197,7 +207,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 			if err != nil {
 				return nil, err
 			}
-			t.consts[int32(i)] = c
+			consts = append(consts, tapeConst{off: int32(i), data: c})
 			continue
 		}
 		in, err := t.instruction(n, index)
@@ -207,33 +217,139 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		if f := fused[n.Id()]; f.mul != nil {
 			in = instr{op: f.op, in: [3]int32{index(f.mul.Inputs()[0]), index(f.mul.Inputs()[1]), index(f.other)}}
 		}
-		// The output's slot: a free one of its size, else a new one. Inputs are released
-		// only after, so an instruction never writes over its own operands.
+		// The output's slot: that of an operand read here for the last time where the
+		// operation allows it (inPlace), else a free one of its size, else a new one.
+		// Other operands are released only after, so an instruction never writes over an
+		// operand it still reads.
 		size := n.Shape().Size()
-		if fs := free[size]; len(fs) > 0 {
-			t.slotOf[i] = fs[len(fs)-1]
+		ops := operands(n)
+		if k := inPlace(in, ops, i, size, lastUse, slotOf, sizes); k > 0 {
+			j := index(ops[k-1])
+			in.inplace = uint8(k)
+			slotOf[i] = slotOf[j]
+			lastUse[j] = -1 // its slot is now the output's
+		} else if fs := free[size]; len(fs) > 0 {
+			slotOf[i] = fs[len(fs)-1]
 			free[size] = fs[:len(fs)-1]
 		} else {
-			t.slotOf[i] = int32(len(t.sizes))
-			t.sizes = append(t.sizes, size)
+			slotOf[i] = int32(len(sizes))
+			sizes = append(sizes, size)
 		}
 		in.out = int32(i)
 		in.n = int32(size)
 		t.code = append(t.code, in)
-		for _, x := range operands(n) {
+		for _, x := range ops {
 			j := index(x)
-			if lastUse[j] == i && t.slotOf[j] >= 0 {
-				s := t.slotOf[j]
-				free[t.sizes[s]] = append(free[t.sizes[s]], s)
+			if lastUse[j] == i && slotOf[j] >= 0 {
+				s := slotOf[j]
+				free[sizes[s]] = append(free[sizes[s]], s)
 				lastUse[j] = -1 // released once, however often it is an operand
 			}
 		}
 	}
+	// The run's memory: the slots, then the constants, then the parameters.
+	slotOff := make([]int, len(sizes))
+	for s, n := range sizes {
+		slotOff[s] = t.memory
+		t.memory += n
+	}
+	ownOff := map[int32]int{} // constants' and parameters' offsets
+	for _, c := range consts {
+		ownOff[c.off] = t.memory
+		t.memory += len(c.data)
+	}
+	for _, in := range inputs {
+		ownOff[index(in)] = t.memory
+		t.psizes = append(t.psizes, in.Shape().Size())
+		t.memory += in.Shape().Size()
+	}
+	if t.memory > math.MaxInt32 {
+		return nil, fmt.Errorf("tape: %d elements of memory, more than offsets hold", t.memory)
+	}
+	offset := func(v int32) int32 { // 0 for the operands an instruction does not have
+		if s := slotOf[v]; s >= 0 {
+			return int32(slotOff[s])
+		}
+		return int32(ownOff[v])
+	}
+	for k := range t.code {
+		in := &t.code[k]
+		in.out = offset(in.out)
+		for m := range in.in {
+			in.in[m] = offset(in.in[m])
+		}
+	}
+	for r := range t.reduces {
+		for m, v := range t.reduces[r].operands {
+			t.reduces[r].operands[m] = offset(v)
+		}
+	}
+	for _, c := range consts {
+		t.consts = append(t.consts, tapeConst{off: int32(ownOff[c.off]), data: c.data})
+	}
+	for _, in := range inputs {
+		t.params = append(t.params, offset(index(in)))
+	}
 	for _, o := range outputs {
-		t.outputs = append(t.outputs, index(o))
+		t.outputs = append(t.outputs, offset(index(o)))
 		t.outDims = append(t.outDims, o.Shape().Dimensions)
 	}
 	return t, nil
+}
+
+// inPlace returns k > 0 when instruction in (the i-th node, of size elements, with operand
+// nodes ops) may write its output over the slot of its k-th operand: an element-wise
+// operation whose output element i depends only on the operands' elements i (or on a single
+// value), reading that operand for the last time, where the operand is the same size and
+// appears only once among ops. Commutative operations may take either operand's slot; Sub and
+// Div only the first's when both are whole slices (tape_run.go computes them in place). The
+// values computed are the same to the bit; fewer slots and no copies are written.
+func inPlace(in instr, ops []*G.Node, i, size int, lastUse []int, slotOf []int32, sizes []int) int {
+	var candidates []int
+	switch in.op {
+	case opAdd, opMul, opMax, opMin, opPow, opGT, opGE, opLT, opLE, opEq, opNe, opAnd, opOr:
+		switch in.mode {
+		case 0:
+			candidates = []int{1, 2}
+		case 1:
+			candidates = []int{1}
+		default:
+			candidates = []int{2}
+		}
+	case opSub, opDiv:
+		switch in.mode {
+		case 0, 1:
+			candidates = []int{1}
+		default:
+			candidates = []int{2}
+		}
+	case opMulAdd, opMulSub, opSubMul:
+		candidates = []int{1, 2}
+	case opCopy, opGather, opWhere, opReduce, opConcat, opBinaryS:
+		return 0
+	default: // the unary ops: out[i] = f(a[i])
+		candidates = []int{1}
+	}
+	for _, k := range candidates {
+		if k > len(ops) {
+			continue
+		}
+		j := ops[k-1].Id()
+		s := slotOf[j]
+		if s < 0 || lastUse[j] != i || sizes[s] != size {
+			continue
+		}
+		once := true
+		for m, x := range ops {
+			if m != k-1 && x.Id() == j {
+				once = false
+			}
+		}
+		if once {
+			return k
+		}
+	}
+	return 0
 }
 
 // fusion is an Add or Sub node computed with the product it adds: op is opMulAdd (mul +

@@ -9,36 +9,41 @@ import (
 )
 
 // run runs the tape on the inputs (float64 tensors, in parameter order) and returns the
-// outputs. Runs may overlap: each uses its own buffers.
+// outputs. Runs may overlap: each uses its own memory.
 func (t *tape) run(inputs []*tensors.Tensor) ([]Tensor, error) {
 	if len(inputs) != len(t.params) {
 		return nil, fmt.Errorf("tape: %d inputs for %d parameters", len(inputs), len(t.params))
 	}
-	r, _ := t.pool.Get().(*tapeRun)
-	if r == nil {
-		r = &tapeRun{slots: make([][]float64, len(t.sizes)), vals: make([][]float64, t.nvals)}
-		for s, n := range t.sizes {
-			r.slots[s] = make([]float64, n)
-		}
-		for v, s := range t.slotOf {
-			if s >= 0 {
-				r.vals[v] = r.slots[s]
-			}
-		}
-		for v, c := range t.consts {
-			r.vals[v] = c
+	for i, in := range inputs {
+		if n := in.Shape().Size(); n != t.psizes[i] {
+			return nil, fmt.Errorf("tape: input %d has %d elements, the tape %d", i, n, t.psizes[i])
 		}
 	}
-	defer t.pool.Put(r)
+	m, _ := t.pool.Get().(*[]float64)
+	if m == nil {
+		mem := make([]float64, t.memory)
+		for _, c := range t.consts {
+			copy(mem[c.off:], c.data)
+		}
+		m = &mem
+	}
+	defer t.pool.Put(m)
+	mem := *m
 	for i, p := range t.params {
-		r.vals[p] = tensors.MustCopyFlatData[float64](inputs[i])
+		if err := tensors.ConstFlatData(inputs[i], func(x []float64) { copy(mem[p:int(p)+t.psizes[i]], x) }); err != nil {
+			return nil, fmt.Errorf("tape: input %d: %w", i, err)
+		}
 	}
 	for k := range t.code {
-		t.exec(&t.code[k], r.vals)
+		t.exec(&t.code[k], mem)
 	}
 	out := make([]Tensor, len(t.outputs))
 	for i, o := range t.outputs {
-		out[i] = Tensor{Data: append([]float64(nil), r.vals[o]...), Dims: t.outDims[i]}
+		n := 1
+		for _, d := range t.outDims[i] {
+			n *= d
+		}
+		out[i] = Tensor{Data: append([]float64(nil), mem[o:int(o)+n]...), Dims: t.outDims[i]}
 	}
 	return out, nil
 }
@@ -50,14 +55,16 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func (t *tape) exec(in *instr, vals [][]float64) {
-	out := vals[in.out][:in.n]
-	a := vals[in.in[0]]
+// exec runs one instruction on the run's memory m. Operands are the memory from their offset
+// on: each operation reads only its own elements.
+func (t *tape) exec(in *instr, m []float64) {
+	out := m[in.out : in.out+in.n]
+	a := m[in.in[0]:]
 	switch in.op {
 	case opAdd, opSub, opMul, opDiv:
-		binaryFast(in.op, in.mode, out, a, vals[in.in[1]])
+		binaryFast(in.op, in.mode, in.inplace, out, a, m[in.in[1]:])
 	case opMax, opMin, opPow, opGT, opGE, opLT, opLE, opEq, opNe, opAnd, opOr:
-		b := vals[in.in[1]]
+		b := m[in.in[1]:]
 		f := binaryFunc(in.op)
 		switch in.mode {
 		case 0:
@@ -76,12 +83,19 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 			}
 		}
 	case opBinaryS:
-		t.strided[in.aux].binary(out, a, vals[in.in[1]], binaryFunc(in.sub))
+		t.strided[in.aux].binary(out, a, m[in.in[1]:], binaryFunc(in.sub))
 	case opMulAdd, opMulSub, opSubMul:
-		b, c := vals[in.in[1]][:len(out)], vals[in.in[2]][:len(out)]
+		b, c := m[in.in[1]:][:len(out)], m[in.in[2]:][:len(out)]
 		// The product is rounded first (no fused multiply-add): the same bits as Mul and
 		// then Add or Sub.
-		vek.Mul_Into(out, a[:len(out)], b)
+		switch in.inplace {
+		case 1: // out is a
+			vek.Mul_Inplace(out, b)
+		case 2: // out is b: a·b = b·a exactly
+			vek.Mul_Inplace(out, a[:len(out)])
+		default:
+			vek.Mul_Into(out, a[:len(out)], b)
+		}
 		switch in.op {
 		case opMulAdd:
 			vek.Add_Inplace(out, c)
@@ -93,13 +107,17 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 			}
 		}
 	case opNeg:
-		vek.Neg_Into(out, a[:len(out)])
+		if in.inplace == 1 {
+			vek.Neg_Inplace(out)
+		} else {
+			vek.Neg_Into(out, a[:len(out)])
+		}
 	case opCopy:
 		copy(out, a[:in.n])
 	case opGather:
 		t.strided[in.aux].gather(out, a)
 	case opWhere:
-		t.strided[in.aux].where(out, a, vals[in.in[1]], vals[in.in[2]])
+		t.strided[in.aux].where(out, a, m[in.in[1]:], m[in.in[2]:])
 	case opReduce:
 		t.reduces[in.aux].reduce(out, a)
 	case opConcat:
@@ -107,7 +125,7 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 		pos := 0
 		for o := range rs.outer {
 			for p, part := range rs.parts {
-				src := vals[rs.operands[p]]
+				src := m[rs.operands[p]:]
 				w := part * rs.inner
 				copy(out[pos:pos+w], src[o*w:(o+1)*w])
 				pos += w
@@ -123,23 +141,57 @@ func (t *tape) exec(in *instr, vals [][]float64) {
 
 // binaryFast runs the four arithmetic operations on whole slices, with SIMD instructions where
 // the CPU has them (github.com/viterin/vek: AVX2 on x86-64, pure Go elsewhere). Each element is
-// the one IEEE operation, so the bits are those of a loop (and of simplego).
-func binaryFast(op opcode, mode uint8, out, a, b []float64) {
+// the one IEEE operation, so the bits are those of a loop (and of simplego). inplace says that
+// out is a's slot (1) or b's (2) (tape.inPlace chose it): the operation then runs in place.
+func binaryFast(op opcode, mode, inplace uint8, out, a, b []float64) {
 	switch mode {
 	case 0:
 		a, b = a[:len(out)], b[:len(out)]
-		switch op {
-		case opAdd:
-			vek.Add_Into(out, a, b)
-		case opSub:
-			vek.Sub_Into(out, a, b)
-		case opMul:
-			vek.Mul_Into(out, a, b)
-		case opDiv:
-			vek.Div_Into(out, a, b)
+		switch {
+		case inplace == 1: // out is a: out op= b
+			switch op {
+			case opAdd:
+				vek.Add_Inplace(out, b)
+			case opSub:
+				vek.Sub_Inplace(out, b)
+			case opMul:
+				vek.Mul_Inplace(out, b)
+			case opDiv:
+				vek.Div_Inplace(out, b)
+			}
+		case inplace == 2: // out is b, and op is Add or Mul: a + b = b + a exactly
+			if op == opAdd {
+				vek.Add_Inplace(out, a)
+			} else {
+				vek.Mul_Inplace(out, a)
+			}
+		default:
+			switch op {
+			case opAdd:
+				vek.Add_Into(out, a, b)
+			case opSub:
+				vek.Sub_Into(out, a, b)
+			case opMul:
+				vek.Mul_Into(out, a, b)
+			case opDiv:
+				vek.Div_Into(out, a, b)
+			}
 		}
 	case 1:
 		a, y := a[:len(out)], b[0]
+		if inplace == 1 {
+			switch op {
+			case opAdd:
+				vek.AddNumber_Inplace(out, y)
+			case opSub:
+				vek.SubNumber_Inplace(out, y)
+			case opMul:
+				vek.MulNumber_Inplace(out, y)
+			case opDiv:
+				vek.DivNumber_Inplace(out, y)
+			}
+			return
+		}
 		switch op {
 		case opAdd:
 			vek.AddNumber_Into(out, a, y)
@@ -154,10 +206,18 @@ func binaryFast(op opcode, mode uint8, out, a, b []float64) {
 		x, b := a[0], b[:len(out)]
 		switch op {
 		case opAdd: // x + b = b + x, exactly
-			vek.AddNumber_Into(out, b, x)
+			if inplace == 2 {
+				vek.AddNumber_Inplace(out, x)
+			} else {
+				vek.AddNumber_Into(out, b, x)
+			}
 		case opMul:
-			vek.MulNumber_Into(out, b, x)
-		case opSub:
+			if inplace == 2 {
+				vek.MulNumber_Inplace(out, x)
+			} else {
+				vek.MulNumber_Into(out, b, x)
+			}
+		case opSub: // element by element: correct in place too
 			for i := range out {
 				out[i] = x - b[i]
 			}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,21 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			v := G.Transpose(G.Slice(x, G.AxisRange(), G.AxisRange(0, 3)), 0, 1) // [3, 3]
 			return G.Add(G.ReduceSum(G.Mul(u, u), 1), G.ReduceSum(G.Mul(v, v), 0))
 		}},
+		{"in place", func(x, y, z *G.Node) *G.Node { // temporaries read once: outputs over their slots
+			g := x.Graph()
+			two := G.Scalar(g, x.DType(), 2)
+			a := G.Add(G.Sin(x), x)                                      // over the first operand
+			a = G.Mul(x, G.Cos(a))                                       // over the second
+			a = G.Div(G.MulScalar(a, 3), G.Add(x, G.Cos(x)))             // one value second; Div over the first
+			a = G.Sin(G.Sub(G.Cos(a), G.Div(x, G.Exp(G.Neg(G.Abs(x)))))) // Sub over the first; Div not over the second
+			a = G.Div(G.MulScalar(a, 3), G.Sub(x, G.Sin(x)))             // one value second; Sub not over the second
+			a = G.Add(G.Sub(two, G.Sin(a)), G.Div(two, G.Cos(a)))        // one value first, Sub and Div over the second
+			a = G.Add(G.Mul(G.Sin(a), G.Cos(a)), x)                      // fused, over the product's operands
+			a = G.Sub(x, G.Mul(x, G.Tanh(a)))                            // fused other − product, over the second
+			s := G.Logistic(a)
+			a = G.Add(G.Mul(s, s), G.Neg(a))    // the same temporary twice: not in place
+			return G.Max(G.Sin(a), G.Add(a, y)) // loops in place
+		}},
 	}
 	for _, tc := range cases {
 		build := func(g *G.Graph, in []*G.Node) []*G.Node {
@@ -77,6 +93,9 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			return out, p.Stats()
 		}
 		got, st := run(true)
+		if tc.name == "in place" {
+			assertInPlace(t, b, func(g *G.Graph, in []*G.Node) []*G.Node { return []*G.Node{tc.f(in[0], in[1], in[2])} })
+		}
 		want, _ := run(false)
 		assert.Equal(t, 1, st.Tapes, "%s: runs as a tape", tc.name)
 		require.Len(t, got, len(want))
@@ -102,4 +121,32 @@ func TestTapeFallsBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1, 0}, out[0].Data)
 	assert.Equal(t, 0, p.Stats().Tapes)
+}
+
+// assertInPlace checks that the tape of build writes outputs over operands in every way
+// binaryFast and exec know: over the first and the second operand of whole-slice ops, over
+// the whole operand beside one value, over a product's operands, and the unary ops. (Values
+// only: a gradient reads most temporaries again.)
+func assertInPlace(t *testing.T, b backends.Backend, build BuildFunc) {
+	t.Helper()
+	p := NewProgram(b, "inplace", build)
+	_, err := p.Run(NewTensor(make([]float64, 12), 3, 4), NewTensor(make([]float64, 3), 3, 1), NewTensor(make([]float64, 4), 1, 4))
+	require.NoError(t, err)
+	var tp *tape
+	for _, cg := range p.compiled {
+		tp = cg.tape
+	}
+	require.NotNil(t, tp)
+	type kind struct {
+		op            opcode
+		mode, inplace uint8
+	}
+	seen := map[kind]bool{}
+	for _, in := range tp.code {
+		seen[kind{in.op, in.mode, in.inplace}] = true
+	}
+	for _, k := range []kind{{opAdd, 0, 1}, {opAdd, 0, 2}, {opMul, 0, 2}, {opSub, 0, 1}, {opSub, 0, 0},
+		{opMul, 1, 1}, {opSub, 2, 2}, {opDiv, 2, 2}, {opMulAdd, 0, 1}, {opSubMul, 0, 2}, {opNeg, 0, 1}, {opExp, 0, 1}} {
+		assert.True(t, seen[k], "an instruction %+v", k)
+	}
 }
