@@ -3,6 +3,10 @@
 
 GO      ?= go
 BIN     := bin/nioc-gpu
+# The version results record (fit's "version"): the checkout's commit, "-dirty" with local
+# changes; the Go toolchain's own VCS stamp where git is missing or GOFLAGS=-buildvcs=false.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS := -ldflags "-X main.version=$(VERSION)"
 DEMO    := out/demo
 TASK    ?= reaching
 
@@ -30,7 +34,7 @@ bench-jax: build
 	$(PYTHON) bench/jaxref/sidebyside.py --ref $(REF) --nioc $(BIN) $(JAX_ARGS)
 
 build:
-	$(GO) build -o $(BIN) ./cmd/nioc-gpu
+	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/nioc-gpu
 
 # The full test suite: no Python, no network, no GPU. About 5 minutes on 2 cores.
 test:
@@ -98,7 +102,7 @@ xla-cuda:
 # Binaries for bench/gpu/run.sh (the README's GPU measurements), built here to be copied to a
 # linux/amd64 GPU machine that may have no network for Go modules.
 gpu-binaries:
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/nioc-gpu ./cmd/nioc-gpu
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build $(LDFLAGS) -o bin/nioc-gpu ./cmd/nioc-gpu
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-table ./bench/table
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-sample ./bench/sample
 

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -135,6 +136,14 @@ type Result struct {
 	Trials         int
 	Seconds        float64
 	Err            string // why the subject could not be fitted; empty on success
+	// DataDigest is data.Digest of the subject's trials: what the estimate was fitted to.
+	DataDigest string
+	// Identified is true when the data determine the estimate: the Hessian is positive
+	// definite, no parameter but a nuisance one is on a bound of its box, none has a standard
+	// error wider than its box, and the trials move. Warnings says what is wrong otherwise
+	// (and what to do about it); see diagnose.
+	Identified bool
+	Warnings   []string
 	// Ends holds each restart's final point (the fitted parameters in fitting scale, in
 	// restart order; nil for a restart that failed) and EndLogLik its log-likelihood: the
 	// local optima a sampler's chains can start from. Not written to results files.
@@ -213,6 +222,9 @@ func (f *Fitter) Ignored() []string { return f.sel.Ignored() }
 
 // Options returns the fitter's options, defaults filled in.
 func (f *Fitter) Options() Options { return f.opts }
+
+// TaskDigest returns models.Digest of the fitted task (likelihood.Evaluator.TaskDigest).
+func (f *Fitter) TaskDigest() string { return f.e.TaskDigest() }
 
 // Restarts returns the number of restarts per subject.
 func (f *Fitter) Restarts() int { return f.opts.Restarts }
@@ -446,7 +458,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	for _, tr := range s.Trials {
 		nObs += float64(len(tr) - 1)
 	}
-	res := Result{Subject: s.ID, Fitted: f.Fitted(), Restarts: f.opts.Restarts, Trials: len(s.Trials)}
+	res := Result{Subject: s.ID, Fitted: f.Fitted(), Restarts: f.opts.Restarts, Trials: len(s.Trials), DataDigest: data.Digest(s.Trials)}
 	var (
 		results = make([]LBFGSBResult, f.opts.Restarts)
 		wg      sync.WaitGroup
@@ -573,6 +585,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	if err := f.laplace(ctx, b, si, s, bestRes.X, &res); err != nil {
 		res.Err = err.Error()
 	}
+	f.diagnose(s, bestRes.X, &res)
 	if f.opts.Uncertainty == UncertaintyBootstrap && res.Err == "" && ctx.Err() == nil {
 		b.exit() // the refits run on their own: the batcher must not wait for this subject
 		if err := f.bootstrap(ctx, s, bestRes.X, &res, batching); err != nil {

@@ -40,6 +40,11 @@ type Run struct {
 	// Start names the results file whose estimates began each subject's first restart
 	// (Options.StartsFrom); empty for random starts only.
 	Start string `json:"start,omitempty"`
+	// TaskDigest identifies the task's definition (models.Digest: "builtin:NAME", or the
+	// digest of a task file's content) and Version the nioc-gpu that wrote the record;
+	// both absent in records of earlier versions.
+	TaskDigest string `json:"task_digest,omitempty"`
+	Version    string `json:"version,omitempty"`
 }
 
 // Record is one line of a results file (JSON Lines): a subject's fit, with what produced it.
@@ -55,7 +60,10 @@ type Run struct {
 // "ci95" as StdErr and CI95, the parameters of their "params" that are not in "fitted" as
 // Fixed, and CI95Natural from CI95 and Scale.
 type Record struct {
-	Subject        string                `json:"subject"`
+	Subject string `json:"subject"`
+	// DataDigest identifies the subject's data the fit saw (data.Digest of its trials);
+	// absent in records of earlier versions.
+	DataDigest     string                `json:"data_digest,omitempty"`
 	Run                                  // its fields are the record's own in JSON
 	Params         map[string]float64    `json:"params,omitempty"`
 	Fixed          map[string]float64    `json:"fixed,omitempty"`
@@ -83,6 +91,11 @@ type Record struct {
 	CheckError     string                `json:"check_error,omitempty"`     // why a check asked for did not run
 	Bootstrap      *Bootstrap            `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
 	BootstrapError string                `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
+	// Identified says whether the data determine the estimate (Result.Identified), and
+	// Warnings why not, in words a user acts on; Identified is absent in records of earlier
+	// versions.
+	Identified *bool    `json:"identified,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 // NewRecord returns the record of a result of run; scale names each parameter's fitting scale.
@@ -93,7 +106,11 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		Uncertainty: r.Uncertainty, StdErrHessian: r.StdErrHessian,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
-		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr}
+		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr,
+		DataDigest: r.DataDigest, Warnings: r.Warnings}
+	if r.Err == "" {
+		rec.Identified = &r.Identified
+	}
 	if r.Err == "" || r.Params != nil {
 		rec.LogLik, rec.AIC, rec.BIC = ptr(r.LogLik), ptr(r.AIC), ptr(r.BIC)
 	}
@@ -232,8 +249,17 @@ func RunDifferences(rec Record, run Run, restarts int, fitted []string) []string
 		return strings.Join(names, ",")
 	}
 	diff("fitted parameters", list(rec.Fitted), list(fitted))
+	known("task definition", rec.TaskDigest, run.TaskDigest)
+	if versioned(rec.Version) && versioned(run.Version) {
+		diff("nioc-gpu version", rec.Version, run.Version)
+	}
 	return out
 }
+
+// versioned reports whether v names a version of nioc-gpu that can be compared: not absent
+// (records of earlier versions) and not "devel" (a build without version information, such
+// as a test binary).
+func versioned(v string) bool { return v != "" && v != "devel" }
 
 func orNone(s string) string {
 	if s == "" {
@@ -401,36 +427,56 @@ func ParamNames(recs []Record, order []string) []string {
 	return append(names, extra...)
 }
 
-// Merge combines the records of several results files. A subject that appears in more than
-// one file with different fits is an error; duplicates that differ only in their run time
-// are kept once.
+// Merge reads the results files at paths (shards of one run) and returns their records in
+// order, a subject that is in several files once. It refuses files whose records come from
+// different runs (another task or task definition, method, settings, fitted parameters or
+// version: RunDifferences against the first record) and a subject whose records differ in
+// more than their timing, naming the files and the differences.
 func Merge(paths []string) ([]Record, error) {
 	var out []Record
+	var first Record
+	firstFile := ""
 	where := map[string]string{}
-	byID := map[string]Record{}
+	bySubject := map[string]Record{}
 	for _, p := range paths {
 		recs, _, err := ReadRecords(p)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range recs {
-			key := r.Task + "\x00" + r.Method + "\x00" + r.Observe + "\x00" + r.Subject
-			if prev, ok := byID[key]; ok {
+			if firstFile == "" {
+				first, firstFile = r, p
+			} else if diff := RunDifferences(r, first.Run, first.Restarts, first.Fitted); len(diff) > 0 {
+				return nil, fmt.Errorf("%s (subject %s) and %s (subject %s) hold results of different runs; merge the shards of one run only:\n  %s",
+					firstFile, first.Subject, p, r.Subject, strings.Join(swapSides(diff), "\n  "))
+			}
+			if prev, ok := bySubject[r.Subject]; ok {
 				// Re-runs of a subject with the same settings differ only in their timing.
 				p2, r2 := prev, r
 				p2.Seconds, r2.Seconds = 0, 0
 				a, _ := json.Marshal(p2)
 				b, _ := json.Marshal(r2)
 				if !bytes.Equal(a, b) {
-					return nil, fmt.Errorf("subject %s (%s, %s) is in both %s and %s with different results", r.Subject, r.Task, r.Method, where[key], p)
+					return nil, fmt.Errorf("subject %s (%s, %s) is in both %s and %s with different results", r.Subject, r.Task, r.Method, where[r.Subject], p)
 				}
 				continue
 			}
-			byID[key], where[key] = r, p
+			bySubject[r.Subject], where[r.Subject] = r, p
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// swapSides rewrites RunDifferences' lines, which compare a record ("in the file") with a
+// run ("now"), for two files: the second file's value, then the first's.
+func swapSides(diff []string) []string {
+	out := make([]string, len(diff))
+	for i, d := range diff {
+		d = strings.Replace(d, " in the file, ", " in the second file, ", 1)
+		out[i] = strings.TrimSuffix(d, " now") + " in the first"
+	}
+	return out
 }
 
 // Median returns the median of the values that are not NaN (NaN if there are none).

@@ -190,6 +190,7 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 // compiled once per data shape and reused. It is safe for concurrent use.
 type Evaluator struct {
 	sym     *models.Symbolic
+	task    string      // models.Digest of the task
 	spec    models.Spec // the task's, with TemperatureParam last when it is fitted
 	opts    Options
 	backend backends.Backend
@@ -212,7 +213,7 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Evaluator{sym: s, spec: s.Spec, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
+	e := &Evaluator{sym: s, task: models.Digest(m), spec: s.Spec, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
 	if opts.FitTemperature {
 		e.spec.Params = append(slices.Clone(s.Spec.Params), TemperatureParam(opts.Temperature))
 	}
@@ -223,6 +224,9 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 
 // Options returns the options in effect (defaults filled in).
 func (e *Evaluator) Options() Options { return e.opts }
+
+// TaskDigest returns models.Digest of the evaluator's task: what results record of it.
+func (e *Evaluator) TaskDigest() string { return e.task }
 
 // Spec returns the task's spec; with Options.FitTemperature its parameters end with the
 // temperature (TemperatureParam), which θ then carries too.

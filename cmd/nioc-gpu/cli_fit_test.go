@@ -310,6 +310,16 @@ func TestCLIFitErrors(t *testing.T) {
 		{"--fix NaN", []string{"--fix", "action_cost=NaN"}, 2, []string{"--fix action_cost=NaN"}},
 		{"--infer and --fix of one parameter", []string{"--infer", "action_cost", "--fix", "action_cost=0.1"}, 2, []string{"action_cost is both inferred and fixed"}},
 		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2", "--temperature", "task"}, 2, []string{"no parameter left to fit"}},
+		{"--infer temperature with --temperature task", []string{"--temperature", "task", "--infer", "action_cost,temperature"}, 2,
+			[]string{"--infer temperature: --temperature task holds the policy noise's temperature at the task's value (0.001), so it is not a parameter to fit; give --temperature fit to fit it, or leave it out of --infer"}},
+		{"--infer temperature with --temperature τ", []string{"--temperature", "0.01", "--infer", "temperature"}, 2,
+			[]string{"--infer temperature: --temperature 0.01 holds the policy noise's temperature at that value, so it is not a parameter to fit"}},
+		{"--infer temperature with --temperature 0", []string{"--temperature", "0", "--infer", "temperature"}, 2,
+			[]string{"--infer temperature: --temperature 0 gives the agent no policy noise, so it is not a parameter to fit"}},
+		{"--infer temperature with --method baseline", []string{"--method", "baseline", "--infer", "temperature"}, 2,
+			[]string{"--infer temperature: --method baseline holds the policy noise's temperature at the task's value (0.001) unless given --temperature fit"}},
+		{"--fix temperature with --temperature task", []string{"--temperature", "task", "--fix", "temperature=0.01"}, 2,
+			[]string{"--fix temperature=0.01: --temperature task holds the policy noise's temperature", "give --temperature 0.01 in place of --fix temperature=0.01"}},
 		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`, "1 <= k <= N"}},
 		{"--shard 0/2", []string{"--shard", "0/2"}, 2, []string{`--shard "0/2"`}},
 		{"--shard x", []string{"--shard", "x"}, 2, []string{`--shard "x"`}},
@@ -466,7 +476,7 @@ func TestCLICompare(t *testing.T) {
 
 	t.Run("one file", func(t *testing.T) {
 		r := cliOK(t, "compare", "--task", "linear", ours)
-		assert.Empty(t, r.stderr)
+		assert.Contains(t, r.stderr, ours+": 2 subject(s) (task definition builtin:linear", "what compare uses")
 		header := rowOf(t, r.stdout, "parameter")
 		assert.Contains(t, header, "truth")
 		assert.Contains(t, header, "ours (ours)")

@@ -52,7 +52,7 @@ func TestCLIFitResumeOtherSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := append([]string{"fit"}, cliFitArgs...)
 			r := cliRun(t, append(append(a, "--data", data, "--out", out, "--resume"), tc.args...)...)
-			cliRequireFail(t, r, 1, append([]string{out + " holds results of a run with other settings (subject 1)"}, tc.msgs...)...)
+			cliRequireFail(t, r, 1, append([]string{out + " holds results of a run with other settings or data for 1 subject(s)", "subject 1:"}, tc.msgs...)...)
 			assert.Equal(t, before, cliHash(t, out), "the results file is untouched")
 		})
 	}
@@ -121,6 +121,46 @@ func TestCLIRefusesToReplace(t *testing.T) {
 			// --force replaces it.
 			cliOK(t, append(args[:1:1], append([]string{"--force"}, args[1:]...)...)...)
 			assert.NotEqual(t, "precious", string(mustRead(t, existing)))
+		})
+	}
+}
+
+// TestCLIOutKind: a command that writes a file refuses an --out that is an existing directory
+// at once, with or without --force or --resume, and a command that writes in a directory
+// refuses an --out that is an existing file.
+func TestCLIOutKind(t *testing.T) {
+	dir := t.TempDir()
+	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "2", "--steps", "5")
+	outDir := filepath.Join(dir, "out")
+	require.NoError(t, os.Mkdir(outDir, 0o755))
+	outFile := cliWriteFile(t, dir, "out.txt", "precious")
+	isDir := "--out " + outDir + " is a directory; give a file name"
+	isFile := "--out " + outFile + " is a file, not a directory; give a directory name"
+	vary := []string{"--vary", "action_cost:0.01:1,motor_noise:0.01:0.1", "--n", "2"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"simulate", []string{"simulate", "--task", "linear", "--out", outDir}, isDir},
+		{"simulate --force", []string{"simulate", "--task", "linear", "--force", "--out", outDir}, isDir},
+		{"grid", append([]string{"grid", "--task", "linear", "--data", data, "--out", outDir}, vary...), isDir},
+		{"grid --force", append([]string{"grid", "--task", "linear", "--data", data, "--force", "--out", outDir}, vary...), isDir},
+		{"fit", []string{"fit", "--task", "linear", "--data", data, "--out", outDir}, isDir},
+		{"fit --resume", []string{"fit", "--task", "linear", "--data", data, "--resume", "--out", outDir}, isDir},
+		{"plot --errors --force", []string{"plot", "--errors", outDir, "--force", dir}, "--errors " + outDir + " is a directory; give a file name"},
+		{"merge", []string{"merge", "--out", outDir, data}, outDir + " is a directory; give a file name"},
+		{"sample", []string{"sample", "--task", "linear", "--data", data, "--out", outFile}, isFile},
+		{"sample --force", []string{"sample", "--task", "linear", "--data", data, "--force", "--out", outFile}, isFile},
+		{"sample --resume", []string{"sample", "--task", "linear", "--data", data, "--resume", "--out", outFile}, isFile},
+		{"eval", []string{"eval", "--task", "linear", "--out", outFile}, isFile},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cliRequireFail(t, cliRun(t, tc.args...), 2, tc.msg)
+			assert.Equal(t, "precious", string(mustRead(t, outFile)), "untouched")
+			entries, err := os.ReadDir(outDir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "nothing written in the directory")
 		})
 	}
 }

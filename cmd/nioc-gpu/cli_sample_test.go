@@ -288,6 +288,8 @@ func TestCLISampleErrors(t *testing.T) {
 		{"unknown --infer", []string{"--infer", "noise"}, 2, []string{`--infer: task linear has no parameter "noise"`}},
 		{"--fix outside the search box", []string{"--fix", "action_cost=100"}, 2, []string{"--fix action_cost=100 is outside its bounds"}},
 		{"everything fixed", []string{"--fix", "action_cost=0.1,motor_noise=0.05,obs_noise=0.2"}, 2, []string{"no parameter left to sample"}},
+		{"--infer temperature with --temperature task", []string{"--infer", "action_cost,temperature"}, 2, // cliSampleArgs has --temperature task
+			[]string{"--infer temperature: --temperature task holds the policy noise's temperature at the task's value (0.001), so it is not a parameter to sample; give --temperature fit to sample it, or leave it out of --infer"}},
 		{"--shard 3/2", []string{"--shard", "3/2"}, 2, []string{`--shard "3/2"`}},
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
 		{"--init of another task", []string{"--init", other}, 1, []string{"--init: " + other + " holds fits of task pendulum", "not of task linear"}},

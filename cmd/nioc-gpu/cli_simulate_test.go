@@ -142,11 +142,11 @@ func TestCLISimulateErrors(t *testing.T) {
 			msgs: []string{"motor_noise", "not finite"}},
 		{name: "trials 0", args: []string{"--task", "linear", "--trials", "0"}, code: 2, msgs: []string{"--trials must be >= 1, got 0"}},
 		{name: "trials negative", args: []string{"--task", "linear", "--trials", "-3"}, code: 2, msgs: []string{"--trials must be >= 1, got -3"}},
-		{name: "trials not a number", args: []string{"--task", "linear", "--trials", "many"}, code: 2, msgs: []string{"-trials", "invalid value"}},
+		{name: "trials not a number", args: []string{"--task", "linear", "--trials", "many"}, code: 2, msgs: []string{`--trials must be an integer, got "many"`}},
 		{name: "steps 0", args: []string{"--task", "linear", "--steps", "0"}, code: 2, msgs: []string{"--steps must be >= 1, got 0"}},
 		{name: "steps negative", args: []string{"--task", "linear", "--steps", "-1"}, code: 2, msgs: []string{"--steps must be >= 1, got -1"}},
 		{name: "subjects 0", args: []string{"--task", "linear", "--subjects", "0"}, code: 2, msgs: []string{"--subjects must be >= 1"}},
-		{name: "seed negative", args: []string{"--task", "linear", "--seed", "-1"}, code: 2, msgs: []string{"-seed"}},
+		{name: "seed negative", args: []string{"--task", "linear", "--seed", "-1"}, code: 2, msgs: []string{`--seed must be a non-negative integer, got "-1"`}},
 		{name: "unknown observe", args: []string{"--task", "linear", "--observe", "none"}, code: 2,
 			msgs: []string{`unknown --observe "none"`, "partial or full"}},
 		{name: "unknown planner", args: []string{"--task", "linear", "--planner", "optimal"}, code: 2,
@@ -177,10 +177,12 @@ func TestCLISimulateErrors(t *testing.T) {
 	}
 }
 
-// TestCLIWarnOutsideBox: simulate --params and eval --truth warn when a value lies outside
-// its search box (a fit cannot recover it), and stay quiet inside it or on a bound.
+// TestCLIWarnOutsideBox: simulate --params, loglik --params and eval --truth warn when a value
+// lies outside its search box (a fit cannot recover it), and stay quiet inside it or on a
+// bound.
 func TestCLIWarnOutsideBox(t *testing.T) {
 	dir := t.TempDir()
+	lin := cliSimulate(t, dir, "lin.csv", "--task", "linear", "--trials", "2", "--steps", "5")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -191,6 +193,9 @@ func TestCLIWarnOutsideBox(t *testing.T) {
 		{"simulate on a bound", []string{"simulate", "--task", "linear", "--trials", "2", "--params", "action_cost=10", "--out", filepath.Join(dir, "b.csv")}, ""},
 		{"simulate defaults outside", []string{"simulate", "--task", "cartpole", "--trials", "1", "--steps", "3", "--out", filepath.Join(dir, "c.csv")},
 			"warning: the task's default motor_noise=0.1 lies outside its search box [0.2, 1.5]"},
+		{"loglik outside", []string{"loglik", "--task", "linear", "--data", lin, "--params", "motor_noise=50"},
+			"warning: --params motor_noise=50 lies outside its search box [0.001, 1]"},
+		{"loglik inside", []string{"loglik", "--task", "linear", "--data", lin, "--params", "motor_noise=0.5"}, ""},
 		{"eval truth outside", []string{"eval", "--task", "linear", "--sets", "1", "--trials", "2", "--restarts", "1", "--max-iter", "2", "--methods", "ours",
 			"--truth", "obs_noise=0.001", "--quiet", "--out", filepath.Join(dir, "ev")},
 			"warning: --truth obs_noise=0.001 lies outside its search box [0.01, 2]"},

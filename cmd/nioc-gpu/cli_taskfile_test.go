@@ -74,8 +74,11 @@ func TestCLITaskFile(t *testing.T) {
 		cliOK(t, args...)
 		r := cliOK(t, append(args, "--resume")...)
 		assert.Contains(t, r.stderr, "1 subject(s) already")
-		cliOK(t, "compare", "--task", "pendulum", out)
-		cliOK(t, "fit", "--task", "pendulum", "--data", data, "--restarts", "2", "--max-iter", "3", "--quiet", "--out", out, "--resume")
+		r = cliOK(t, "compare", "--task", "pendulum", out)
+		assert.Contains(t, r.stderr, "another definition of task pendulum", "the task file's pendulum is not the built-in one")
+		// Its results are not the built-in task's: a resume with it is refused.
+		cliRequireFail(t, cliRun(t, "fit", "--task", "pendulum", "--data", data, "--restarts", "2", "--max-iter", "3", "--quiet", "--out", out, "--resume"),
+			1, "task definition: sha256:", "builtin:pendulum now")
 		cliRequireFail(t, cliRun(t, "compare", "--task-file", cliExampleTask("linear"), out), 1, "not of task linear")
 	})
 
@@ -98,5 +101,9 @@ func TestCLITaskFile(t *testing.T) {
 		r := cliRun(t, "loglik", "--task-file", bad, "--data", filepath.Join(dir, "none.csv"))
 		cliRequireFail(t, r, 1, bad+":63:4: unknown symbol \"omegaa\" (did you mean \"omega\"?)")
 		cliRequireFail(t, cliRun(t, "tasks", "--task-file", filepath.Join(dir, "missing.toml")), 1, "missing.toml")
+		cycle := cliWriteFile(t, dir, "cycle.toml", strings.Replace(string(mustRead(t, cliExampleTask("linear"))), "[model]",
+			"[define]\na = \"b + 1\"\nb = \"a * 2\"\n\n[model]", 1))
+		cliRequireFail(t, cliRun(t, "simulate", "--task-file", cycle, "--out", filepath.Join(dir, "c.csv")), 1,
+			cycle+":41:6: definitions refer to each other in a cycle: a → b → a")
 	})
 }

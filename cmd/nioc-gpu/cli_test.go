@@ -227,7 +227,7 @@ func TestCLITasks(t *testing.T) {
 	}{
 		{"positional argument", []string{"tasks", "reaching"}, `unexpected argument "reaching"`},
 		{"unknown flag", []string{"tasks", "--yaml"}, "flag provided but not defined: -yaml"},
-		{"bad bool", []string{"tasks", "--json=maybe"}, "invalid boolean value"},
+		{"bad bool", []string{"tasks", "--json=maybe"}, `--json must be true or false, got "maybe"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cliRequireFail(t, cliRun(t, tc.args...), 2, tc.msg)
@@ -282,6 +282,51 @@ func TestCLIHelp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCLIFlagValues: a value that a flag refuses is a usage error (status 2) of one line that
+// names the flag, what it takes and the value, followed by the pointer to the help, not by
+// the whole usage; -h still lists the flags with their types.
+func TestCLIFlagValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"fit --seed -1", []string{"fit", "--seed", "-1"}, `--seed must be a non-negative integer, got "-1"`},
+		{"simulate --seed -1", []string{"simulate", "--seed", "-1"}, `--seed must be a non-negative integer, got "-1"`},
+		{"sample --seed -1", []string{"sample", "--seed", "-1"}, `--seed must be a non-negative integer, got "-1"`},
+		{"eval --seed -1", []string{"eval", "--seed", "-1"}, `--seed must be a non-negative integer, got "-1"`},
+		{"--seed beyond 64 bits", []string{"fit", "--seed", "18446744073709551616"},
+			`--seed must be a non-negative integer up to 18446744073709551615, got "18446744073709551616"`},
+		{"integer not a number", []string{"simulate", "--trials", "many"}, `--trials must be an integer, got "many"`},
+		{"integer with a fraction", []string{"fit", "--restarts", "2.5"}, `--restarts must be an integer, got "2.5"`},
+		{"integer beyond 64 bits", []string{"sample", "--chains", "99999999999999999999"},
+			`--chains must be an integer from -9223372036854775808 to 9223372036854775807, got "99999999999999999999"`},
+		{"number", []string{"fit", "--jitter", "small"}, `--jitter must be a number, got "small"`},
+		{"number beyond float64", []string{"loglik", "--belief-prior", "1e999"}, `--belief-prior must be a finite number, got "1e999"`},
+		{"duration", []string{"fit", "--checkpoint-every", "60"}, `--checkpoint-every must be a duration such as 90s, 5m or 1h30m, got "60"`},
+		{"boolean", []string{"plot", "--force=often"}, `--force must be true or false, got "often"`},
+		{"a flag's own value", []string{"fit", "--temperature", "hot"}, `--temperature: want fit, task or a finite number >= 0, got "hot"`},
+		{"no value", []string{"fit", "--seed"}, "flag needs an argument: -seed"},
+		{"unknown flag", []string{"grid", "--seeds", "1"}, "flag provided but not defined: -seeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cliRun(t, tc.args...)
+			cliRequireFail(t, r, 2, tc.msg)
+			c := tc.args[0]
+			assert.Equal(t, "nioc-gpu "+c+": "+tc.msg+"\nrun `nioc-gpu "+c+" -h` for help\n", r.stderr, "one line and the pointer to the help")
+		})
+	}
+
+	t.Run("help", func(t *testing.T) {
+		r := cliRun(t, "fit", "-h")
+		require.Equal(t, 0, r.code)
+		assert.Contains(t, r.stderr, "Usage: nioc-gpu fit")
+		assert.Regexp(t, `(?m)^\s+-seed uint$`, r.stderr)
+		assert.Regexp(t, `(?m)^\s+-restarts int$`, r.stderr)
+		assert.Regexp(t, `(?m)^\s+-checkpoint-every duration$`, r.stderr)
+	})
 }
 
 // TestCLIVersion: one line, the version set with -ldflags "-X main.version=…" or else the

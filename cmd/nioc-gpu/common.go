@@ -217,11 +217,13 @@ type subjectFlags struct {
 	data, infer, fix, out, shard string
 	resume, quiet                bool
 	maxBatch                     int
+	verb                         string // what the command does to a parameter
 }
 
 // register adds the flags to fs; verb is what the command does to a parameter ("fit",
 // "sample") and outDoc describes --out.
 func (sf *subjectFlags) register(fs *flag.FlagSet, verb, outDoc string) {
+	sf.verb = verb
 	fs.StringVar(&sf.data, "data", "", "trajectory CSV with one or more subjects")
 	fs.StringVar(&sf.infer, "infer", "", "parameters to "+verb+", name,name (default: all the likelihood depends on)")
 	fs.StringVar(&sf.fix, "fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
@@ -249,6 +251,36 @@ func (sf *subjectFlags) parse() (k, n int, fixed map[string]float64, err error) 
 		fixed[name] = values[i]
 	}
 	return k, n, fixed, nil
+}
+
+// checkTemperature returns a usage error when --infer or --fix names the policy noise's
+// temperature while the likelihood of opts, made from tf, holds it fixed (--temperature task,
+// a number, or the baseline's default): the likelihood then has no parameter "temperature",
+// and the error says which flag took it away. spec is the task's; fixed is --fix's values.
+func (sf *subjectFlags) checkTemperature(tf *taskFlags, spec models.Spec, opts likelihood.Options, fixed map[string]float64) error {
+	name := likelihood.TemperatureParam(0).Name
+	_, fix := fixed[name]
+	if opts.FitTemperature || !(fix || slices.Contains(parseNames(sf.infer), name)) {
+		return nil
+	}
+	var holds string
+	switch t := tf.temperature; {
+	case opts.NoPolicyNoise:
+		holds = "--temperature 0 gives the agent no policy noise"
+	case t.task:
+		holds = fmt.Sprintf("--temperature task holds the policy noise's temperature at the task's value (%g)", spec.Temperature)
+	case t.set:
+		holds = fmt.Sprintf("--temperature %g holds the policy noise's temperature at that value", t.value)
+	default:
+		holds = fmt.Sprintf("--method %s holds the policy noise's temperature at the task's value (%g) unless given --temperature fit", opts.Method, spec.Temperature)
+	}
+	if fix {
+		v := strconv.FormatFloat(fixed[name], 'g', -1, 64)
+		return usagef("--fix %s=%s: %s, so it is not a parameter to fix; give --temperature %s in place of --fix %s=%s",
+			name, v, holds, v, name, v)
+	}
+	return usagef("--infer %s: %s, so it is not a parameter to %s; give --temperature fit to %s it, or leave it out of --infer",
+		name, holds, sf.verb, sf.verb)
 }
 
 // parseAssignments parses "name=value,name=value" into an ordered list.
@@ -319,6 +351,20 @@ func warnOutsideBox(w io.Writer, spec models.Spec, flagName string, names []stri
 	}
 }
 
+// warnParamsOutsideBox prints warnOutsideBox's warning on w for each of spec's parameters
+// whose value in theta, paramValues(spec, s, flagName), lies outside its search box: as given
+// in s with --flagName, or as the task's default.
+func warnParamsOutsideBox(w io.Writer, spec models.Spec, s, flagName string, theta []float64) {
+	given, _, _ := parseAssignments(s, flagName) // valid: paramValues parsed it
+	for i, name := range spec.ParamNames() {
+		what := ""
+		if slices.Contains(given, name) {
+			what = flagName
+		}
+		warnOutsideBox(w, spec, what, []string{name}, []float64{theta[i]})
+	}
+}
+
 func paramIndex(spec models.Spec, name string) int {
 	for i, p := range spec.Params {
 		if p.Name == name {
@@ -361,12 +407,36 @@ func sameFile(a, b string) bool {
 const forceHint = "use --force to replace it, or choose another --out"
 
 // refuseExisting returns a usage error naming the first of paths that exists, followed by
-// hint (what to do instead), or nil if none exists: no command replaces a file silently.
+// hint (what to do instead), or nil if none exists: no command replaces a file silently. An
+// existing directory is refused as what it is, without hint: no flag would let it be replaced.
 func refuseExisting(hint string, paths ...string) error {
 	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
+		switch st, err := os.Stat(p); {
+		case err != nil:
+		case st.IsDir():
+			return usagef("%s is a directory; give a file name", p)
+		default:
 			return usagef("%s exists; %s", p, hint)
 		}
+	}
+	return nil
+}
+
+// refuseDir returns a usage error if path, the file to write that --flagName names, is an
+// existing directory: a command refuses it at once, whether or not it may replace the file
+// (--force, --resume).
+func refuseDir(flagName, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usagef("--%s %s is a directory; give a file name", flagName, path)
+	}
+	return nil
+}
+
+// refuseNonDir returns a usage error if path, the directory to write in that --flagName
+// names, exists but is not a directory.
+func refuseNonDir(flagName, path string) error {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return usagef("--%s %s is a file, not a directory; give a directory name (it is created if it does not exist)", flagName, path)
 	}
 	return nil
 }

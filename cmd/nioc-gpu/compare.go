@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
 func init() {
@@ -54,11 +55,19 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		if len(recs) == 0 {
 			return fmt.Errorf("%s has no results", path)
 		}
+		digest := models.Digest(m)
 		for _, r := range recs {
 			if r.Task != spec.Name {
 				return fmt.Errorf("%s holds results of task %s (subject %s), not of task %s (--task)", path, r.Task, r.Subject, spec.Name)
 			}
 		}
+		for _, r := range recs {
+			if r.TaskDigest != "" && r.TaskDigest != digest {
+				fmt.Fprintf(stderr, "note: %s holds results of another definition of task %s (subject %s: %s, here %s); compared by parameter name\n", path, spec.Name, r.Subject, r.TaskDigest, digest)
+				break
+			}
+		}
+		recs = trusted(path, recs, stderr)
 		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 		if recs[0].Method != "" {
 			name = recs[0].Method + " (" + name + ")"
@@ -118,4 +127,41 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(tw, "\t")
 	return tw.Flush()
+}
+
+// trusted returns the records of recs (read from path) that compare uses, a subject's last
+// record where a file holds several (the latest fit appended), and says on stderr what it
+// uses: how many subjects, what produced them, and those whose estimates their data do not
+// determine (fit.Record.Identified).
+func trusted(path string, recs []fit.Record, stderr io.Writer) []fit.Record {
+	last := map[string]int{}
+	for i, r := range recs {
+		last[r.Subject] = i
+	}
+	var out []fit.Record
+	var repeated, unidentified []string
+	for i, r := range recs {
+		if last[r.Subject] != i {
+			if !slices.Contains(repeated, r.Subject) {
+				repeated = append(repeated, r.Subject)
+			}
+			continue
+		}
+		if r.Identified != nil && !*r.Identified {
+			unidentified = append(unidentified, r.Subject)
+		}
+		out = append(out, r)
+	}
+	what := "written before results recorded their data and version"
+	if r := out[0]; r.Version != "" {
+		what = fmt.Sprintf("task definition %s, nioc-gpu %s", r.TaskDigest, r.Version)
+	}
+	fmt.Fprintf(stderr, "%s: %d subject(s) (%s)\n", path, len(out), what)
+	if len(repeated) > 0 {
+		fmt.Fprintf(stderr, "  subject(s) %s appear more than once: compared is each one's last record\n", strings.Join(repeated, ", "))
+	}
+	if len(unidentified) > 0 {
+		fmt.Fprintf(stderr, "  subject(s) %s: the data do not determine the estimate (see the record's warnings); their errors say little about the method\n", strings.Join(unidentified, ", "))
+	}
+	return out
 }

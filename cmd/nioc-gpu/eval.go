@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -87,6 +86,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := required(fs, "out"); err != nil {
+		return err
+	}
+	if err := refuseNonDir("out", *out); err != nil {
 		return err
 	}
 	spec := m.Spec()
@@ -252,15 +254,15 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	errorsPNG := fs.String("errors", "", "draw the absolute relative errors of several finished eval directories in one figure (paper Fig. 3)")
 	backend := fs.String("backend", "", "backend for the simulations of the trajectory figures")
 	force := fs.Bool("force", false, "replace the --errors file if it exists")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if *errorsPNG != "" {
 		if fs.NArg() == 0 {
 			return usagef("--errors needs eval directories")
+		}
+		if err := refuseDir("errors", *errorsPNG); err != nil {
+			return err
 		}
 		if !*force {
 			if err := refuseExisting("use --force to replace it, or choose another --errors file", *errorsPNG); err != nil {

@@ -83,6 +83,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "data", "out"); err != nil {
 		return err
 	}
+	if err := refuseDir("out", sf.out); err != nil {
+		return err
+	}
 	spec := m.Spec()
 	if *restarts < 1 {
 		return usagef("--restarts must be >= 1, got %d", *restarts)
@@ -108,6 +111,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	opts, err := tf.likelihoodOptions(spec)
 	if err != nil {
+		return err
+	}
+	if err := sf.checkTemperature(&tf, spec, opts, fixed); err != nil {
 		return err
 	}
 	e, err := tf.evaluator(m, opts)
@@ -182,7 +188,7 @@ func fitRun(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options) fit.R
 	fo := fitter.Options()
 	run := fit.Run{Task: spec.Name, Method: string(opts.Method), Observe: string(opts.Observe), Planner: string(opts.Planner),
 		Linearize: string(opts.Linearize), Likelihood: likelihoodConventions(spec, opts), Seed: &fo.Seed, MaxIter: fo.MaxIter,
-		Start: fo.StartsFrom, CheckDraws: &fo.CheckDraws}
+		Start: fo.StartsFrom, CheckDraws: &fo.CheckDraws, TaskDigest: fitter.TaskDigest(), Version: versionString()}
 	switch fo.Uncertainty {
 	case fit.UncertaintyHessian:
 		run.StdErrs = fo.Uncertainty
@@ -224,16 +230,17 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 	var done []fit.Record
 	var valid int64
 	run := fitRun(fitter, spec, opts)
+	digests := map[string]string{}
+	for _, s := range set.Subjects {
+		digests[s.ID] = s.Digest()
+	}
 	if _, statErr := os.Stat(out); statErr == nil {
 		var err error
 		if done, valid, err = fit.ReadRecords(out); err != nil {
 			return err
 		}
-		for _, r := range done {
-			if diff := fit.RunDifferences(r, run, fitter.Restarts(), fitter.Fitted()); len(diff) > 0 {
-				return fmt.Errorf("%s holds results of a run with other settings (subject %s); resume it with its settings or choose another --out:\n  %s",
-					out, r.Subject, strings.Join(diff, "\n  "))
-			}
+		if err := resumable(out, done, fitter, run, digests, stderr); err != nil {
+			return err
 		}
 	} else if err := checkWritable(out); err != nil {
 		return err
@@ -293,6 +300,9 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 		}
 		if r.BootstrapErr != "" {
 			bar.println(fmt.Sprintf("warning: subject %s: %s; its intervals are the robust ones", r.Subject, r.BootstrapErr))
+		}
+		for _, w := range r.Warnings {
+			bar.println(fmt.Sprintf("warning: subject %s: %s", r.Subject, w))
 		}
 		if r.Check.Warns() {
 			bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): its intervals are too narrow (docs/intervals.md)", r.Subject, r.Check.Z, r.Check.P))
@@ -386,6 +396,41 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "merged %d subject(s) from %d file(s) into %s and %s\n", len(recs), fs.NArg(), *out, fit.CSVPath(*out))
+	return nil
+}
+
+// resumable returns an error listing how the records done, read from out, differ from what
+// fitter would fit now with run on the data of digests (fit.RecordDifferences), for the
+// first few records that differ; records of earlier versions without digests are accepted
+// with a notice on stderr.
+func resumable(out string, done []fit.Record, fitter *fit.Fitter, run fit.Run, digests map[string]string, stderr io.Writer) error {
+	var lines []string
+	differ, unchecked := 0, 0
+	for _, r := range done {
+		if fit.Unchecked(r) {
+			unchecked++
+		}
+		diff := fitter.RecordDifferences(r, run, digests)
+		if len(diff) == 0 {
+			continue
+		}
+		if differ++; differ <= 3 {
+			lines = append(lines, fmt.Sprintf("subject %s:", r.Subject))
+			for _, d := range diff {
+				lines = append(lines, "  "+d)
+			}
+		}
+	}
+	if differ > 0 {
+		if differ > 3 {
+			lines = append(lines, fmt.Sprintf("(and %d more subject(s))", differ-3))
+		}
+		return fmt.Errorf("%s holds results of a run with other settings or data for %d subject(s); resume it with its data and settings, or choose another --out:\n  %s",
+			out, differ, strings.Join(lines, "\n  "))
+	}
+	if unchecked > 0 {
+		fmt.Fprintf(stderr, "note: %d record(s) in %s were written before results recorded their data and task: those cannot be checked against --data\n", unchecked, out)
+	}
 	return nil
 }
 

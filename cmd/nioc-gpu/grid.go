@@ -88,6 +88,9 @@ func runGrid(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "data", "vary", "out"); err != nil {
 		return err
 	}
+	if err := refuseDir("out", *out); err != nil {
+		return err
+	}
 	if *n < 2 {
 		return usagef("--n must be >= 2")
 	}

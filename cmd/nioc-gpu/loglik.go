@@ -41,6 +41,7 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnParamsOutsideBox(stderr, spec, *params, "params", theta)
 	set, err := readData(*dataPath, spec)
 	if err != nil {
 		return err

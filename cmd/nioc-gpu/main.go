@@ -11,11 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"time"
 )
 
 // command is one subcommand of the tool.
@@ -121,15 +123,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 var version string
 
 // versionString returns version, else the main module's version recorded by the Go toolchain
-// (a module version, or a pseudo-version from the VCS for a build in a checkout), else "devel".
+// (a module version, or a pseudo-version from the VCS for a build in a checkout), else the
+// VCS revision the toolchain stamped ("devel+" and 12 hex digits, "-dirty" with local
+// changes), else "devel". Results record it ("version"); "devel" is never compared.
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "devel"
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	v := "devel+" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }
 
 // printUsage prints the list of commands.
@@ -159,19 +183,102 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors and rejecting positional
-// arguments.
+// parseFlags parses args, turning flag errors into usage errors (parseFlagsArgs) and rejecting
+// positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", strings.Join(fs.Args(), " "))
 	}
 	return nil
+}
+
+// parseFlagsArgs parses args, which may end in positional arguments (fs.Args), turning flag
+// errors into usage errors. A flag error is one line, without the usage that flag prints
+// after it: a value that a flag refuses names the flag and what it takes (refusedValue), e.g.
+// `--seed must be a non-negative integer, got "-1"`.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	var refused error
+	fs.VisitAll(func(f *flag.Flag) { f.Value = checkedValue{Value: f.Value, name: f.Name, refused: &refused} })
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.VisitAll(func(f *flag.Flag) { f.Value = f.Value.(checkedValue).Value })
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case refused != nil:
+		return refused
+	case err != nil:
+		return usageError{err}
+	}
+	return nil
+}
+
+// checkedValue is a flag's value while parseFlags parses: it records the first value that the
+// flag refuses in *refused, as a usage error from refusedValue.
+type checkedValue struct {
+	flag.Value
+	name    string
+	refused *error
+}
+
+func (v checkedValue) Set(s string) error {
+	err := v.Value.Set(s)
+	if err != nil && *v.refused == nil {
+		*v.refused = refusedValue(v.name, s, v.Value, err)
+	}
+	return err
+}
+
+// IsBoolFlag reports whether the flag is a boolean one, which flag parses without a value.
+func (v checkedValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// refusedValue returns the usage error of flag name refusing value s with err. The flag
+// package's numeric, duration and boolean values say only "parse error" or "value out of
+// range": for those, the error says what the flag takes, e.g.
+// `--seed must be a non-negative integer, got "-1"`; other values' errors are kept, after the
+// flag's name.
+func refusedValue(name, s string, v flag.Value, err error) error {
+	outOfRange := err.Error() == "value out of range"
+	g, ok := v.(flag.Getter)
+	if !ok || (!outOfRange && err.Error() != "parse error") {
+		return usagef("--%s: %v", name, err)
+	}
+	var want string
+	switch g.Get().(type) {
+	case bool:
+		want = "true or false"
+	case int, int64:
+		want = "an integer"
+		if outOfRange {
+			want += fmt.Sprintf(" from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
+		}
+	case uint, uint64:
+		want = "a non-negative integer"
+		if outOfRange {
+			want += fmt.Sprintf(" up to %d", uint64(math.MaxUint64))
+		}
+	case float64:
+		want = "a number"
+		if outOfRange {
+			want = "a finite number"
+		}
+	case time.Duration:
+		want = "a duration such as 90s, 5m or 1h30m"
+	default:
+		return usagef("--%s: %v", name, err)
+	}
+	return usagef("--%s must be %s, got %q", name, want, s)
 }
 
 // isSet reports whether the flag name was given on the command line.

@@ -50,6 +50,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "data", "out"); err != nil {
 		return err
 	}
+	if err := refuseNonDir("out", sf.out); err != nil {
+		return err
+	}
 	switch {
 	case isSet(fs, "together") && *together < 1:
 		return usagef("--together must be >= 1, got %d", *together)
@@ -72,6 +75,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	}
 	opts, err := tf.likelihoodOptions(m.Spec())
 	if err != nil {
+		return err
+	}
+	if err := sf.checkTemperature(&tf, m.Spec(), opts, fixed); err != nil {
 		return err
 	}
 	e, err := tf.evaluator(m, opts)
@@ -146,6 +152,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	run := sampler.Run(*initPath)
+	run.Version = versionString()
 	var w *ioc.Output
 	if sf.resume {
 		w, err = ioc.Resume(sf.out, run, sampler.Params())
@@ -156,6 +163,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer w.Close()
+	digests := map[string]string{}
+	for _, s := range set.Subjects {
+		digests[s.ID] = s.Digest()
+	}
+	if diff := w.DataDifferences(digests); len(diff) > 0 {
+		return fmt.Errorf("%s holds subjects sampled with other data; resume it with its data, or use --force or another --out:\n  %s", sf.out, strings.Join(diff, "\n  "))
+	}
 	done := w.Done()
 	subjects = slices.DeleteFunc(subjects, func(s fit.Subject) bool { return slices.Contains(done, s.ID) })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

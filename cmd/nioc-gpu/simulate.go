@@ -42,18 +42,14 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "out"); err != nil {
 		return err
 	}
+	if err := refuseDir("out", *out); err != nil {
+		return err
+	}
 	theta, err := paramValues(spec, *params, "params")
 	if err != nil {
 		return err
 	}
-	given, _, _ := parseAssignments(*params, "params") // valid: paramValues parsed it
-	for i, name := range spec.ParamNames() {
-		flagName := ""
-		if slices.Contains(given, name) {
-			flagName = "params"
-		}
-		warnOutsideBox(stderr, spec, flagName, []string{name}, []float64{theta[i]})
-	}
+	warnParamsOutsideBox(stderr, spec, *params, "params", theta)
 	observe, err := tf.observeMode()
 	if err != nil {
 		return err

@@ -46,6 +46,14 @@ cost = "cost*square(force)"
 final_cost = "k*square(pos) + square(vel)"
 `
 
+// TestDefinitionsUsedTwice: a definition used by several others is not a cycle.
+func TestDefinitionsUsedTwice(t *testing.T) {
+	text := strings.Replace(pointFile, "[model]", "[define]\nd = \"k*pos\"\nb = \"d + 1\"\nc = \"d * 2\"\na = \"b + c + d\"\n\n[model]", 1)
+	text = strings.Replace(text, `final_cost = "k*square(pos) + square(vel)"`, `final_cost = "square(a) + square(vel)"`, 1)
+	_, err := Parse("t.toml", []byte(text))
+	require.NoError(t, err)
+}
+
 func TestPointFileIsValid(t *testing.T) {
 	task, err := Parse("t.toml", []byte(pointFile))
 	require.NoError(t, err)
@@ -122,6 +130,14 @@ name = "noise"`, "t.toml:17:1: parameter cost: scale log10 needs bounds > 0"},
 		{"wrong number of arguments", `square(vel)"`, `atan2(vel)"`, "t.toml:33:31: atan2 takes 2 argument(s), got 1"},
 		{"constant using a state", `k = 2`, `k = "2*pos"`, "t.toml:12:8: state pos cannot appear in a constant"},
 		{"constant defined through itself", `k = 2`, `k = "2*k"`, "t.toml:12:8: constant k is defined through itself"},
+		{"constants in a cycle", `k = 2`, "k = \"2*m\"\nm = \"k + 1\"", "t.toml:13:6: constants refer to each other in a cycle: k → m → k"},
+		{"definition referring to itself", "[model]", "[define]\na = \"a + 1\"\n\n[model]", "t.toml:27:6: definition a refers to itself"},
+		{"two definitions in a cycle", "[model]", "[define]\na = \"b + 1\"\nb = \"a * 2\"\n\n[model]",
+			"t.toml:28:6: definitions refer to each other in a cycle: a → b → a"},
+		{"three definitions in a cycle", "[model]", "[define]\na = \"b + 1\"\nb = \"c * 2\"\nc = \"pos - a\"\n\n[model]",
+			"t.toml:29:12: definitions refer to each other in a cycle: a → b → c → a"},
+		{"a constant and a definition in a cycle", "k = 2\n", "k = \"2*d\"\n\n[define]\nd = \"k + 1\"\n",
+			"t.toml:15:6: constants and definitions refer to each other in a cycle: k → d → k"},
 		{"name used twice", `name = "noise"`, `name = "cost"`, `t.toml:21:8: parameter name "cost" is already the name of a parameter`},
 		{"parameter named temperature", `name = "noise"`, `name = "temperature"`, `t.toml:21:8: parameter name "temperature" is reserved`},
 		{"reserved name", `states = ["pos", "vel"]`, `states = ["pos", "v1"]`, `t.toml:2:18: state name "v1" is reserved`},

@@ -85,8 +85,10 @@ type compiler struct {
 	consts map[string]constant.Value // resolved constants
 	csrc   map[string]*source        // constants given as expressions, resolved when used
 	defs   map[string]*source        // [define] expressions
-	busy   map[string]bool           // constants being resolved (cycles)
 	nv, nw int                       // motor and observation noise dimensions
+	// resolving are the constants and definitions being compiled, each used in the one
+	// before it: a name used again closes a cycle.
+	resolving []string
 }
 
 // inConstant is where constants, x0 and the belief covariance are compiled.
@@ -97,11 +99,10 @@ type env struct {
 	where string              // "the dynamics", "the observation", ...
 	vars  map[string]sym.Expr // the states, controls, noises and parameters it may use
 	defs  map[string]value
-	busy  map[string]bool
 }
 
 func newEnv(where string, vars map[string]sym.Expr) *env {
-	return &env{where: where, vars: vars, defs: map[string]value{}, busy: map[string]bool{}}
+	return &env{where: where, vars: vars, defs: map[string]value{}}
 }
 
 // parse parses the expression text of the string value at path.
@@ -271,21 +272,8 @@ func (c *compiler) ident(s *source, en *env, id *ast.Ident) (value, error) {
 	if _, ok := c.consts[name]; ok || c.csrc[name] != nil {
 		return c.constant(name, s, id)
 	}
-	if d := c.defs[name]; d != nil {
-		if v, ok := en.defs[name]; ok {
-			return v, nil
-		}
-		if en.busy[name] {
-			return value{}, c.errorf(s, id, "definition %s refers to itself", name)
-		}
-		en.busy[name] = true
-		v, err := c.compile(d, en)
-		delete(en.busy, name)
-		if err != nil {
-			return value{}, err
-		}
-		en.defs[name] = v
-		return v, nil
+	if c.defs[name] != nil {
+		return c.definition(name, en, s, id)
 	}
 	if kind, ok := c.kinds[name]; ok {
 		return value{}, c.errorf(s, id, "%s %s cannot appear in %s", kind, name, en.where)
@@ -303,16 +291,32 @@ func (c *compiler) ident(s *source, en *env, id *ast.Ident) (value, error) {
 	return value{}, c.errorf(s, id, "unknown symbol %q%s", name, c.suggest(name, en))
 }
 
-// constant resolves constant name, used at id of s.
+// definition compiles definition name in en, used at id of s (nil for none).
+func (c *compiler) definition(name string, en *env, s *source, id *ast.Ident) (value, error) {
+	if v, ok := en.defs[name]; ok {
+		return v, nil
+	}
+	if err := c.enter(name, s, id); err != nil {
+		return value{}, err
+	}
+	defer c.leave()
+	v, err := c.compile(c.defs[name], en)
+	if err != nil {
+		return value{}, err
+	}
+	en.defs[name] = v
+	return v, nil
+}
+
+// constant resolves constant name, used at id of s (nil for none).
 func (c *compiler) constant(name string, s *source, id *ast.Ident) (value, error) {
 	if v, ok := c.consts[name]; ok {
 		return value{c: v}, nil
 	}
-	if c.busy[name] {
-		return value{}, c.errorf(s, id, "constant %s is defined through itself", name)
+	if err := c.enter(name, s, id); err != nil {
+		return value{}, err
 	}
-	c.busy[name] = true
-	defer delete(c.busy, name)
+	defer c.leave()
 	src := c.csrc[name]
 	v, err := c.compile(src, newEnv(inConstant, nil))
 	if err != nil {
@@ -321,6 +325,38 @@ func (c *compiler) constant(name string, s *source, id *ast.Ident) (value, error
 	c.consts[name] = v.c
 	return v, nil
 }
+
+// enter records that the constant or definition name, used at id of s, is being compiled. If
+// it already is, name is defined through itself: enter returns an error at id naming the
+// cycle in the order of use, e.g. "a → b → a".
+func (c *compiler) enter(name string, s *source, id *ast.Ident) error {
+	i := slices.Index(c.resolving, name)
+	switch {
+	case i < 0:
+		c.resolving = append(c.resolving, name)
+		return nil
+	case i == len(c.resolving)-1 && c.kinds[name] == "constant":
+		return c.errorf(s, id, "constant %s is defined through itself", name)
+	case i == len(c.resolving)-1:
+		return c.errorf(s, id, "definition %s refers to itself", name)
+	}
+	cycle := append(slices.Clone(c.resolving[i:]), name)
+	kinds := map[string]bool{}
+	for _, n := range cycle {
+		kinds[c.kinds[n]] = true
+	}
+	what := "definitions"
+	switch {
+	case len(kinds) > 1:
+		what = "constants and definitions"
+	case kinds["constant"]:
+		what = "constants"
+	}
+	return c.errorf(s, id, "%s refer to each other in a cycle: %s", what, strings.Join(cycle, " → "))
+}
+
+// leave undoes the last enter.
+func (c *compiler) leave() { c.resolving = c.resolving[:len(c.resolving)-1] }
 
 // suggest returns ` (did you mean "x"?)` for the known name closest to name, if one is close.
 func (c *compiler) suggest(name string, en *env) string {

@@ -70,6 +70,7 @@ const DefaultTemperature = 1e-3
 // Task is a task read from a file. It implements models.Model.
 type Task struct {
 	path        string
+	digest      string // see Digest
 	spec        models.Spec
 	c           *compiler
 	dynamics    []*source
@@ -104,8 +105,11 @@ func Parse(file string, text []byte) (*Task, error) {
 		}
 	}
 	t := &Task{path: file}
+	if t.digest, err = canonicalDigest(text); err != nil {
+		return nil, err
+	}
 	t.c = &compiler{doc: d, fset: token.NewFileSet(), kinds: map[string]string{}, consts: map[string]constant.Value{},
-		csrc: map[string]*source{}, defs: map[string]*source{}, busy: map[string]bool{}, nv: s.MotorNoises, nw: s.ObservationNoises}
+		csrc: map[string]*source{}, defs: map[string]*source{}, nv: s.MotorNoises, nw: s.ObservationNoises}
 	if err := t.declare(d, &s); err != nil {
 		return nil, err
 	}
@@ -443,7 +447,7 @@ func (t *Task) parseExpressions(d *document, s *schema) error {
 	}
 	all := t.vars(x, u, v, w, p)
 	for _, name := range inFileOrder(d, "define.", t.c.defs) {
-		if _, err := t.c.compile(t.c.defs[name], newEnv("a definition", all)); err != nil {
+		if _, err := t.c.definition(name, newEnv("a definition", all), nil, nil); err != nil {
 			return err
 		}
 	}

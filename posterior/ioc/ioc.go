@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -200,10 +201,11 @@ func (s *Sampler) SetProgress(fn func(Progress)) { s.opts.Progress = fn }
 // in natural units; the bulk effective sample size, which depends only on ranks, is the same in
 // every monotone scale, R̂ and the tail effective sample size nearly so.
 type Result struct {
-	Subject string
-	Trials  int
-	Names   []string          // the sampled parameters, in task order
-	Chains  []posterior.Chain // the subject's chains, draws in the fitting scale (Chain.Scaled)
+	Subject    string
+	DataDigest string // data.Digest of the subject's trials
+	Trials     int
+	Names      []string          // the sampled parameters, in task order
+	Chains     []posterior.Chain // the subject's chains, draws in the fitting scale (Chain.Scaled)
 	// Summary of each sampled parameter, in the order of Names; nil when Err is set.
 	Summary            []posterior.Summary
 	Divergences        int // divergent draws over all chains
@@ -411,7 +413,7 @@ func dispersed(rng *rand.Rand, lo, hi float64) float64 {
 
 // result summarizes the chains of one subject and lists its warnings.
 func (s *Sampler) result(sub fit.Subject, chains []posterior.Chain, adj *adjustment, note string) Result {
-	r := Result{Subject: sub.ID, Trials: len(sub.Trials), Names: s.sel.Names(), Chains: chains, MaxDepth: s.opts.MaxDepth,
+	r := Result{Subject: sub.ID, DataDigest: data.Digest(sub.Trials), Trials: len(sub.Trials), Names: s.sel.Names(), Chains: chains, MaxDepth: s.opts.MaxDepth,
 		Adjustment: AdjustNone}
 	if adj != nil {
 		r.Adjustment, r.SDRatio = AdjustCurvature, adj.sdRatio

@@ -56,6 +56,11 @@ type Run struct {
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
 	Init            string             `json:"init,omitempty"`   // where the chains started: optimize, dispersed or a fit's results file
 	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature or none (Options.Adjust)
+	// TaskDigest identifies the task's definition (models.Digest) and Version the nioc-gpu
+	// that wrote the summary; both absent in summaries of earlier versions, and then not
+	// compared by Differences.
+	TaskDigest string `json:"task_digest,omitempty"`
+	Version    string `json:"version,omitempty"`
 }
 
 // Run returns what the sampler's runs record, with init where the chains start (the Start or
@@ -65,7 +70,7 @@ func (s *Sampler) Run(init string) Run {
 	r := Run{Task: s.sel.Spec().Name, Method: string(o.Method), Observe: string(o.Observe), Planner: string(o.Planner),
 		Linearize: string(o.Linearize), FirstOrderNoise: o.FirstOrderNoise, Chains: s.opts.Chains, Warmup: s.opts.Warmup,
 		Draws: s.opts.Draws, Seed: s.opts.Seed, MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept,
-		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.opts.Adjust}
+		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.opts.Adjust, TaskDigest: s.e.TaskDigest()}
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
 	}
@@ -123,6 +128,9 @@ func (r Run) Differences(now Run) []string {
 		return string(s)
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if (k == "task_digest" || k == "version") && (a[k] == nil || b[k] == nil || a[k] == "devel" || b[k] == "devel") {
+			continue // a summary of an earlier version, or a build without version information
+		}
 		if x, y := show(a[k]), show(b[k]); x != y {
 			out = append(out, fmt.Sprintf("%s: %s in the file, %s now", k, x, y))
 		}
@@ -178,6 +186,7 @@ type ParamJSON struct {
 // SubjectJSON is one subject in summary.json.
 type SubjectJSON struct {
 	Subject            string               `json:"subject"`
+	DataDigest         string               `json:"data_digest,omitempty"` // the subject's data (data.Digest); absent in summaries of earlier versions
 	Trials             int                  `json:"trials"`
 	Parameters         map[string]ParamJSON `json:"parameters,omitempty"`
 	Divergences        int                  `json:"divergences"`
@@ -254,6 +263,25 @@ func Resume(dir string, run Run, params []models.Param) (*Output, error) {
 		keep[s.Subject] = true
 	}
 	return o, o.open(keep)
+}
+
+// DataDifferences lists the subjects already in the output whose data differ from digests
+// (data.Digest by subject) or are not among them, one line each; nil if none. Subjects of a
+// summary of an earlier version, without digests, are not compared.
+func (o *Output) DataDifferences(digests map[string]string) []string {
+	var out []string
+	for _, s := range o.sum.Subjects {
+		if s.DataDigest == "" {
+			continue
+		}
+		switch now, ok := digests[s.Subject]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("subject %s is not in the data now", s.Subject))
+		case now != s.DataDigest:
+			out = append(out, fmt.Sprintf("subject %s's data: %s in the file, %s now", s.Subject, s.DataDigest, now))
+		}
+	}
+	return out
 }
 
 // Done returns the subjects already in the output, in the order they were written.
@@ -378,7 +406,7 @@ func (o *Output) Write(results []Result) error {
 	var draws, table bytes.Buffer
 	dw, tw := csv.NewWriter(&draws), csv.NewWriter(&table)
 	for _, r := range results {
-		sj := SubjectJSON{Subject: r.Subject, Trials: r.Trials, Divergences: r.Divergences,
+		sj := SubjectJSON{Subject: r.Subject, DataDigest: r.DataDigest, Trials: r.Trials, Divergences: r.Divergences,
 			TreeDepthSaturated: r.TreeDepthSaturated, Seconds: math.Round(r.Seconds*1000) / 1000,
 			SampledWith: r.Together, Warnings: r.Warnings, Error: r.Err, Adjustment: r.Adjustment}
 		if r.SDRatio != nil {
