@@ -152,7 +152,12 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 			stack = append(stack, x.Inputs()...)
 		}
 	}
-	index := func(n *G.Node) int32 { return int32(n.Id()) }
+	// Values computed twice are computed once: every use of a repeat reads the first.
+	canon := commonSubexpressions(nodes, need)
+	index := func(n *G.Node) int32 { return canon[n.Id()] }
+	same := func(n *G.Node) *G.Node { return nodes[canon[n.Id()]] }
+	inputsOf := func(n *G.Node) []*G.Node { return sameInputs(n, canon, nodes) }
+	repeat := func(i int) bool { return canon[i] != int32(i) }
 	t := &tape{code: make([]instr, 0, len(nodes))}
 	// While compiling, instructions name values by node; each value is given a slot (a buffer
 	// shared with values whose lives do not overlap) or, for constants and parameters, a
@@ -163,19 +168,20 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 	}
 	var sizes []int        // elements per slot
 	var consts []tapeConst // off holds the constant's node until the last pass
-	fused := fuseMulAdd(nodes, need, outputs)
+	fused := fuseMulAdd(nodes, need, repeat, inputsOf, same, outputs)
 	// The operands of every instruction: a node's inputs, a fused product's in place of it.
 	operands := func(n *G.Node) []*G.Node {
 		f := fused[n.Id()]
 		if f.mul == nil {
-			return n.Inputs()
+			return inputsOf(n)
 		}
-		return []*G.Node{f.mul.Inputs()[0], f.mul.Inputs()[1], f.other}
+		mi := inputsOf(f.mul)
+		return []*G.Node{mi[0], mi[1], f.other}
 	}
 	// Last use of every value (outputs live to the end).
 	lastUse := make([]int, len(nodes))
 	for i, n := range nodes {
-		if !need[i] {
+		if !need[i] || repeat(i) {
 			continue
 		}
 		for _, in := range operands(n) {
@@ -185,7 +191,10 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 	for _, o := range outputs {
 		lastUse[index(o)] = len(nodes)
 	}
-	skip := make([]bool, len(nodes)) // products computed by the instruction that adds them
+	skip := make([]bool, len(nodes)) // repeats, and products computed by the instruction that adds them
+	for i := range nodes {
+		skip[i] = repeat(i)
+	}
 	for _, f := range fused {
 		if f.mul != nil {
 			skip[f.mul.Id()] = true
@@ -215,7 +224,8 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 			return nil, err
 		}
 		if f := fused[n.Id()]; f.mul != nil {
-			in = instr{op: f.op, in: [3]int32{index(f.mul.Inputs()[0]), index(f.mul.Inputs()[1]), index(f.other)}}
+			mi := f.mul.Inputs()
+			in = instr{op: f.op, in: [3]int32{index(mi[0]), index(mi[1]), index(f.other)}}
 		}
 		// The output's slot: that of an operand read here for the last time where the
 		// operation allows it (inPlace), else a free one of its size, else a new one.
@@ -364,24 +374,26 @@ type fusion struct {
 // values of the same shape that nothing else uses: one instruction then computes both,
 // a·b ± c (Go rounds the product before the sum, as the two operations do; the result is the
 // same to the bit). The scalarized matrix products of the likelihood are mostly such sums.
-func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) []fusion {
+// Operands are read through same (commonSubexpressions), and repeats are not counted.
+func fuseMulAdd(nodes []*G.Node, need []bool, repeat func(int) bool, inputs func(*G.Node) []*G.Node, same func(*G.Node) *G.Node, outputs []*G.Node) []fusion {
 	uses := make([]int, len(nodes))
 	for i, n := range nodes {
-		if need[i] {
-			for _, in := range n.Inputs() {
+		if need[i] && !repeat(i) {
+			for _, in := range inputs(n) {
 				uses[in.Id()]++
 			}
 		}
 	}
 	for _, o := range outputs {
-		uses[o.Id()] += 2 // an output is kept
+		uses[same(o).Id()] += 2 // an output is kept
 	}
 	size := func(n *G.Node) int { return n.Shape().Size() }
 	product := func(x, n *G.Node) bool {
 		if x.Type() != G.NodeTypeMul || uses[x.Id()] != 1 || x.DType() != dtypes.Float64 {
 			return false
 		}
-		a, b := x.Inputs()[0], x.Inputs()[1]
+		ab := inputs(x)
+		a, b := ab[0], ab[1]
 		return size(a) == size(n) && size(b) == size(n) && a.Shape().Rank() == n.Shape().Rank() &&
 			b.Shape().Rank() == n.Shape().Rank()
 	}
@@ -389,10 +401,11 @@ func fuseMulAdd(nodes []*G.Node, need []bool, outputs []*G.Node) []fusion {
 	taken := make([]bool, len(nodes))
 	for i, n := range nodes {
 		t := n.Type()
-		if !need[i] || (t != G.NodeTypeAdd && t != G.NodeTypeSub) || n.DType() != dtypes.Float64 {
+		if !need[i] || repeat(i) || (t != G.NodeTypeAdd && t != G.NodeTypeSub) || n.DType() != dtypes.Float64 {
 			continue
 		}
-		x, y := n.Inputs()[0], n.Inputs()[1]
+		xy := inputs(n)
+		x, y := xy[0], xy[1]
 		if x == y {
 			continue
 		}

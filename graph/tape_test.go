@@ -58,6 +58,13 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			v := G.Transpose(G.Slice(x, G.AxisRange(), G.AxisRange(0, 3)), 0, 1) // [3, 3]
 			return G.Add(G.ReduceSum(G.Mul(u, u), 1), G.ReduceSum(G.Mul(v, v), 0))
 		}},
+		{"repeats", func(x, y, z *G.Node) *G.Node { // computed once each; a − b and b − a twice
+			a := G.Add(G.Sin(x), G.Sin(x))
+			b, c := G.Mul(a, x), G.Mul(x, a)
+			d, e := G.Sub(b, G.Exp(x)), G.Sub(G.Exp(x), c)
+			f := G.Add(G.BroadcastToDims(y, 3, 4), G.BroadcastToDims(y, 3, 4))
+			return G.Add(G.Add(d, e), G.Add(f, G.Add(G.MulScalar(x, 2), G.MulScalar(x, 2))))
+		}},
 		{"in place", func(x, y, z *G.Node) *G.Node { // temporaries read once: outputs over their slots
 			g := x.Graph()
 			two := G.Scalar(g, x.DType(), 2)
@@ -93,6 +100,13 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			return out, p.Stats()
 		}
 		got, st := run(true)
+		if tc.name == "repeats" {
+			counts := tapeOps(t, b, func(g *G.Graph, in []*G.Node) []*G.Node { return []*G.Node{tc.f(in[0], in[1], in[2])} })
+			assert.Equal(t, 1, counts[opSin], "Sin(x) once")
+			assert.Equal(t, 1, counts[opExp], "Exp(x) once")
+			assert.Equal(t, 1, counts[opGather], "y broadcast once")
+			assert.Equal(t, 2, counts[opSub]+counts[opMulSub]+counts[opSubMul], "a − b and b − a are two values")
+		}
 		if tc.name == "in place" {
 			assertInPlace(t, b, func(g *G.Graph, in []*G.Node) []*G.Node { return []*G.Node{tc.f(in[0], in[1], in[2])} })
 		}
@@ -149,4 +163,20 @@ func assertInPlace(t *testing.T, b backends.Backend, build BuildFunc) {
 		{opMul, 1, 1}, {opSub, 2, 2}, {opDiv, 2, 2}, {opMulAdd, 0, 1}, {opSubMul, 0, 2}, {opNeg, 0, 1}, {opExp, 0, 1}} {
 		assert.True(t, seen[k], "an instruction %+v", k)
 	}
+}
+
+// tapeOps returns how many instructions of each operation the tape of build has.
+func tapeOps(t *testing.T, b backends.Backend, build BuildFunc) map[opcode]int {
+	t.Helper()
+	p := NewProgram(b, "ops", build)
+	_, err := p.Run(NewTensor(make([]float64, 12), 3, 4), NewTensor(make([]float64, 3), 3, 1), NewTensor(make([]float64, 4), 1, 4))
+	require.NoError(t, err)
+	counts := map[opcode]int{}
+	for _, cg := range p.compiled {
+		require.NotNil(t, cg.tape)
+		for _, in := range cg.tape.code {
+			counts[in.op]++
+		}
+	}
+	return counts
 }
