@@ -90,6 +90,8 @@ func TestCLIGridErrors(t *testing.T) {
 		{"unknown name", []string{"--data", lin, "--vary", "action_cost:0.01:1,noise:0.05:1"}, 2,
 			[]string{`no parameter "noise"`, "action_cost, motor_noise, obs_noise"}},
 		{"same parameter twice", []string{"--data", lin, "--vary", "action_cost:0.01:1,action_cost:0.05:1"}, 2, []string{"action_cost given twice"}},
+		{"temperature held", []string{"--data", lin, "--temperature", "task", "--vary", "action_cost:0.01:1,temperature:1e-4:1e-2"}, 2,
+			[]string{"--vary temperature", "only with --temperature fit"}},
 		{"lo > hi", []string{"--data", lin, "--vary", "action_cost:1:0.01,obs_noise:0.05:1"}, 2, []string{"--vary action_cost", "lo < hi"}},
 		{"lo = hi", []string{"--data", lin, "--vary", "action_cost:0.01:1,obs_noise:1:1"}, 2, []string{"--vary obs_noise", "lo < hi"}},
 		{"not a number", []string{"--data", lin, "--vary", "action_cost:a:1,obs_noise:0.05:1"}, 2, []string{"--vary action_cost", "numbers"}},

@@ -83,6 +83,18 @@ func TestCLIProvenance(t *testing.T) {
 		cliRequireFail(t, r, 1, "task definition", rec["task_digest"].(string))
 	})
 
+	t.Run("eval resumed with an edited task file", func(t *testing.T) {
+		tmp := t.TempDir()
+		text := string(mustRead(t, cliExampleTask("linear")))
+		task := cliWriteFile(t, tmp, "task.toml", text)
+		out := filepath.Join(tmp, "ev")
+		args := []string{"eval", "--task-file", task, "--sets", "1", "--trials", "3", "--restarts", "1", "--max-iter", "3", "--quiet", "--out", out}
+		cliOK(t, args...)
+		cliOK(t, args...) // the same task: resumed, nothing to do
+		cliWriteFile(t, tmp, "task.toml", strings.Replace(text, "dt = 0.1", "dt = 0.11", 1))
+		cliRequireFail(t, cliRun(t, args...), 2, "holds an evaluation with other settings", "task_digest")
+	})
+
 	t.Run("records of earlier versions", func(t *testing.T) {
 		tmp := t.TempDir()
 		out := filepath.Join(tmp, "new.jsonl")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,11 +22,8 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	var tf taskFlags
 	tf.registerTask(fs)
 	truth := fs.String("truth", "", "true parameter values, name=value,... (default: the task's defaults)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("give one or more results files")

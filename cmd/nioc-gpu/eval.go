@@ -48,11 +48,22 @@ type evalConfig struct {
 	// Excluded are the sets whose simulated agent diverged (states became infinite): they
 	// have no data and are not fitted.
 	Excluded []string `json:"excluded_sets,omitempty"`
+	// TaskDigest identifies the task's definition (models.Digest) and Version the nioc-gpu
+	// that simulated the data; absent in directories of earlier versions.
+	TaskDigest string `json:"task_digest,omitempty"`
+	Version    string `json:"version,omitempty"`
 }
 
+// sameData reports whether the evaluation of c simulated the data that o would: the same
+// task, definition, sets, trials and truths (the restarts and methods may differ; so may the
+// version, and a directory of an earlier version has no task digest to compare).
 func (c evalConfig) sameData(o evalConfig) bool {
 	a, b := c, o
 	a.Restarts, b.Restarts, a.Methods, b.Methods, a.Excluded, b.Excluded = 0, 0, nil, nil, nil, nil
+	a.Version, b.Version = "", ""
+	if a.TaskDigest == "" || b.TaskDigest == "" {
+		a.TaskDigest, b.TaskDigest = "", ""
+	}
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
@@ -149,7 +160,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		T = *steps
 	}
 	cfg := evalConfig{Task: spec.Name, Observe: string(observe), Sets: *sets, Trials: *trials, Steps: T, Seed: *seed,
-		Truth: fixed, Restarts: *restarts, Methods: methodList, Linearize: lin}
+		Truth: fixed, Restarts: *restarts, Methods: methodList, Linearize: lin, TaskDigest: models.Digest(m), Version: versionString()}
 	if tf.taskFile != "" {
 		if cfg.TaskFile, err = filepath.Abs(tf.taskFile); err != nil {
 			return err

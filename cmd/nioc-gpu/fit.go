@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -351,11 +350,8 @@ func fitFile(ctx context.Context, fitter *fit.Fitter, spec models.Spec, opts lik
 func runMerge(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("merge", "--out merged.jsonl shard1.jsonl shard2.jsonl ...", stderr)
 	out := fs.String("out", "", "merged results file (a .csv table is written beside it)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if *out == "" {
 		return usagef("--out is required")

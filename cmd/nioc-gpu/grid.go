@@ -37,6 +37,9 @@ func parseVary(spec models.Spec, s string, n int) ([]gridAxis, error) {
 		}
 		idx := paramIndex(spec, f[0])
 		if idx < 0 {
+			if f[0] == likelihood.TemperatureParam(0).Name {
+				return nil, usagef("--vary temperature: the policy noise's temperature is a parameter of the likelihood only with --temperature fit (this run holds it fixed)")
+			}
 			return nil, usagef("--vary: task %s has no parameter %q; its parameters are %s", spec.Name, f[0], strings.Join(spec.ParamNames(), ", "))
 		}
 		if len(axes) == 1 && axes[0].index == idx {
