@@ -110,7 +110,10 @@ func TestCLIProvenance(t *testing.T) {
 		assert.Contains(t, r.stderr, "written before results recorded their data and task")
 		assert.Len(t, cliReadJSONL(t, old), 2, "the other subject is fitted")
 		oldOnly := cliWriteJSONL(t, tmp, "old1.jsonl", recs)
-		cliOK(t, "merge", "--out", filepath.Join(tmp, "m.jsonl"), oldOnly)
+		r = cliOK(t, "merge", "--out", filepath.Join(tmp, "m.jsonl"), oldOnly)
+		assert.Contains(t, r.stderr, "1 record(s) were written before results recorded their data and task")
+		r = cliOK(t, append(fitArgs(data, filepath.Join(tmp, "s.jsonl")), "--start", oldOnly, "--shard", "1/2")...)
+		assert.Contains(t, r.stderr, "note: --start: 1 record(s)")
 		r = cliOK(t, "compare", "--task", "linear", oldOnly)
 		assert.Contains(t, r.stderr, "written before results recorded their data and version")
 	})
@@ -139,6 +142,18 @@ func TestCLIProvenance(t *testing.T) {
 		r := cliOK(t, "compare", "--task", "linear", twice)
 		assert.Contains(t, r.stderr, "2 subject(s) (task definition builtin:linear")
 		assert.Contains(t, r.stderr, "subject(s) 1 appear more than once")
+	})
+
+	t.Run("start and init from a fit of other data", func(t *testing.T) {
+		tmp := t.TempDir()
+		from := filepath.Join(tmp, "o.jsonl")
+		cliOK(t, fitArgs(other, from)...)
+		r := cliOK(t, append(fitArgs(data, filepath.Join(tmp, "r.jsonl")), "--start", from)...)
+		assert.Contains(t, r.stderr, "warning: --start: "+from+" was fitted to other data than --data for subject(s) 1, 2")
+		r = cliSample(t, data, filepath.Join(tmp, "s"), "--init", from, "--plots=false")
+		assert.Contains(t, r.stderr, "warning: --init: "+from+" was fitted to other data")
+		r = cliOK(t, append(fitArgs(other, filepath.Join(tmp, "r2.jsonl")), "--start", from)...)
+		assert.NotContains(t, r.stderr, "other data", "the same data: no warning")
 	})
 
 	t.Run("sample resume with other data", func(t *testing.T) {

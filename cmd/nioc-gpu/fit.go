@@ -141,7 +141,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *start != "" {
-		starts, err := readStarts(*start, e.Spec(), set, k, n)
+		starts, err := readStarts(*start, e.Spec(), set, k, n, stderr)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 
 // readStarts returns the estimates that the results file path holds for the subjects of set in
 // shard k of n, in the fitting scales of spec's parameters (fit.Options.Starts).
-func readStarts(path string, spec models.Spec, set *data.Set, k, n int) (map[string]map[string]float64, error) {
+func readStarts(path string, spec models.Spec, set *data.Set, k, n int, stderr io.Writer) (map[string]map[string]float64, error) {
 	var ids []string
 	for i, s := range set.Subjects {
 		if i%n == k-1 {
@@ -167,7 +167,37 @@ func readStarts(path string, spec models.Spec, set *data.Set, k, n int) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("--start: %w", err)
 	}
+	fitted := map[string]string{}
+	for id, r := range recs {
+		fitted[id] = r.DataDigest
+	}
+	noteStartData(stderr, "--start", path, fitted, set)
 	return startsOf(slices.Collect(maps.Values(recs)), spec), nil
+}
+
+// noteStartData says on stderr which subjects of set the estimates in path (flag --start or
+// --init; data digests by subject, "" where the record predates them) were fitted to other
+// data, and how many cannot be checked: their estimates are only starting points, so the run
+// goes on, but a user who gave the wrong file learns it.
+func noteStartData(stderr io.Writer, flag, path string, fitted map[string]string, set *data.Set) {
+	var other []string
+	unknown := 0
+	for _, s := range set.Subjects {
+		d, ok := fitted[s.ID]
+		switch {
+		case !ok:
+		case d == "":
+			unknown++
+		case d != s.Digest():
+			other = append(other, s.ID)
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(stderr, "warning: %s: %s was fitted to other data than --data for subject(s) %s: their estimates are only where the runs start\n", flag, path, strings.Join(other, ", "))
+	}
+	if unknown > 0 {
+		fmt.Fprintf(stderr, "note: %s: %d record(s) of %s were written before results recorded their data: not checked against --data\n", flag, unknown, path)
+	}
 }
 
 // startsOf returns the estimates of the successful records, by subject, in the fitting scales
@@ -365,6 +395,15 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	recs, err := fit.Merge(fs.Args())
 	if err != nil {
 		return err
+	}
+	unchecked := 0
+	for _, r := range recs {
+		if fit.Unchecked(r) {
+			unchecked++
+		}
+	}
+	if unchecked > 0 {
+		fmt.Fprintf(stderr, "note: %d record(s) were written before results recorded their data and task: merge cannot check that they come from one run\n", unchecked)
 	}
 	if err := checkWritable(*out); err != nil {
 		return err

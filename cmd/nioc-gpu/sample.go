@@ -135,6 +135,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		if len(absent) > 0 {
 			fmt.Fprintf(stderr, "--init: %s holds no estimate of %s: those chains start over-dispersed\n", *initPath, strings.Join(absent, ", "))
 		}
+		fitted := map[string]string{}
+		for id, est := range init {
+			fitted[id] = est.DataDigest
+		}
+		noteStartData(stderr, "--init", *initPath, fitted, set)
 		o := sampler.Options()
 		o.Init = init
 		if sampler, err = ioc.New(e, o); err != nil {

@@ -111,7 +111,7 @@ func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[st
 	for _, id := range subjects {
 		r := recs[id]
 		// the estimates and the values the fit held fixed
-		est := Estimate{Scaled: r.Scaled(spec), StdErr: r.StdErr}
+		est := Estimate{Scaled: r.Scaled(spec), StdErr: r.StdErr, DataDigest: r.DataDigest}
 		for _, name := range sampled {
 			if _, ok := est.Scaled[name]; !ok && !slices.Contains(absent, name) {
 				absent = append(absent, name)

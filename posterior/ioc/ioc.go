@@ -71,6 +71,9 @@ type Options struct {
 type Estimate struct {
 	Scaled map[string]float64 // parameters in their fitting scale
 	StdErr map[string]float64 // their standard errors in the fitting scale, where known
+	// DataDigest is the data the estimate was fitted to (fit.Record.DataDigest); empty where
+	// the results file does not say.
+	DataDigest string
 }
 
 // Progress reports how sampling is going.
