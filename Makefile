@@ -10,7 +10,7 @@ LDFLAGS := -ldflags "-X main.version=$(VERSION)"
 DEMO    := out/demo
 TASK    ?= reaching
 
-.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda gpu-binaries vet clean slurm-check
+.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda gpu-binaries dist vet clean slurm-check
 
 # Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
 # paper's timings. BENCH_ARGS=-fits=false for the quick part only.
@@ -105,6 +105,18 @@ gpu-binaries:
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build $(LDFLAGS) -o bin/nioc-gpu ./cmd/nioc-gpu
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-table ./bench/table
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-sample ./bench/sample
+
+# Binaries for every laptop: the pure-Go backend only (CGO_ENABLED=0, no XLA), cross-compiled
+# to dist/ with their SHA-256 sums. `nioc-gpu backend` says a binary has no XLA.
+DIST_TARGETS := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+dist:
+	@mkdir -p dist
+	@set -e; for t in $(DIST_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "dist/nioc-gpu-$$os-$$arch$$ext"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(LDFLAGS) -trimpath -o dist/nioc-gpu-$$os-$$arch$$ext ./cmd/nioc-gpu; \
+	done
+	cd dist && sha256sum nioc-gpu-* > SHA256SUMS && cat SHA256SUMS
 
 vet:
 	$(GO) vet ./...

@@ -12,10 +12,11 @@ import (
 	"hash/fnv"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 )
 
 // CheckpointFormat is the version of the checkpoint file format.
@@ -86,33 +87,7 @@ func WriteCheckpoint(path string, c *Checkpoint) (err error) {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(filepath.Dir(path)); derr == nil { // make the rename durable
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // ReadCheckpoint reads a checkpoint file written by WriteCheckpoint.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
-	"github.com/gomlx/gomlx/backends/xla"
 )
 
 // Backend names accepted by NewBackend.
@@ -130,32 +129,3 @@ func CompilesSlowly(b backends.Backend) bool {
 // programs (reaching `loglik`, 27 programs of up to 3.9k nodes, 2 cores) 64.7 s with it and
 // 46.6 s without, for the same values. So it is turned off.
 const CPUFlags = "--xla_disable_hlo_passes=fusion"
-
-func newXLA(plugin string) (b backends.Backend, err error) {
-	xla.EnableAutoInstall(false) // never download: this environment may have no internet
-	path, err := FindPlugin(plugin)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("loading PJRT plugin %s: %v", path, r)
-		}
-	}()
-	config := path
-	if strings.Contains(filepath.Base(path), "cpu") {
-		config += ",shared_buffers" // host memory is the device's: no copies
-	}
-	if strings.Contains(filepath.Base(path), "cpu") && os.Getenv("XLA_FLAGS") == "" {
-		os.Setenv("XLA_FLAGS", CPUFlags)
-	}
-	if strings.Contains(filepath.Base(path), "cuda") && os.Getenv("XLA_FLAGS") == "" {
-		// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
-		os.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
-	}
-	b, err = xla.New(config)
-	if err != nil {
-		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
-	}
-	return b, nil
-}

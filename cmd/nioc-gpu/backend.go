@@ -24,6 +24,10 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "default backend: %s (set with --backend or $%s)\n", graph.DefaultBackendName(), graph.EnvBackend)
 	fmt.Fprintf(stdout, "go:  pure-Go simplego backend, embedded, always available\n")
+	if !graph.HasXLA {
+		fmt.Fprintf(stdout, "xla: not in this build (built without cgo or with -tags noxla); build with cgo (make build) to use PJRT plugins\n")
+		return nil
+	}
 	pjrt := os.Getenv(graph.EnvPJRT)
 	if pjrt == "" {
 		pjrt = "cpu"

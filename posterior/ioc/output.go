@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -376,28 +377,8 @@ func copyRows(w *csv.Writer, r io.Reader, header []string, keep map[string]bool)
 	}
 }
 
-// writeAtomic replaces the file at path by data: written to a temporary file, synced, renamed.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
+// writeAtomic replaces the file at path by data (atomicfile.Write).
+func writeAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 

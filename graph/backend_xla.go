@@ -1,0 +1,46 @@
+//go:build cgo && !noxla
+
+package graph
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/xla"
+)
+
+// HasXLA reports whether this binary was built with the XLA backend (cgo, and not the noxla
+// build tag); a build without it runs the pure-Go backend only and cross-compiles.
+const HasXLA = true
+
+func newXLA(plugin string) (b backends.Backend, err error) {
+	xla.EnableAutoInstall(false) // never download: this environment may have no internet
+	path, err := FindPlugin(plugin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("loading PJRT plugin %s: %v", path, r)
+		}
+	}()
+	config := path
+	if strings.Contains(filepath.Base(path), "cpu") {
+		config += ",shared_buffers" // host memory is the device's: no copies
+	}
+	if strings.Contains(filepath.Base(path), "cpu") && os.Getenv("XLA_FLAGS") == "" {
+		os.Setenv("XLA_FLAGS", CPUFlags)
+	}
+	if strings.Contains(filepath.Base(path), "cuda") && os.Getenv("XLA_FLAGS") == "" {
+		// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
+		os.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
+	}
+	b, err = xla.New(config)
+	if err != nil {
+		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
+	}
+	return b, nil
+}
