@@ -98,7 +98,7 @@ func LinearizeFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, X, U []
 // x_{t+1} (Linearized.Gaps), which the backward passes account for. Ignoring them, as the paper
 // and its reference implementation do, turns each step's noise into an error of the
 // linearized plan: on the linear task it biases the control cost by 30 standard errors at 1000
-// trials (README, "Deliberate differences").
+// trials (docs/method.md, "Deliberate differences").
 func LinearizeGapsFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, X, U []*graph.Value) *Linearized {
 	lin := LinearizeFlow(f, s, theta, X, U)
 	lin.Gaps = f.MapSteps("gaps", func(in [][]graph.S) [][]graph.S {

@@ -25,7 +25,7 @@ import (
 // their variance), and where it is, its curvature overstates the information in the data:
 // on 500 partially observable pendulum trials at (0.00163, 0.00682, 0.203, 6.14) the
 // estimates' spread over 12 simulated data sets was 1.2–1.7 times the Hessian's standard
-// errors and 0.9–1.25 times the sandwich's on one of them (README, "Reading the
+// errors and 0.9–1.25 times the sandwich's on one of them (docs/guide.md, "Reading the
 // results"). The trials being independent, J measures the information whatever the
 // approximation. With fewer than
 // MinRobustTrials trials per fitted parameter J is too noisy, and the Hessian's are used.

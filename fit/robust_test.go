@@ -17,7 +17,7 @@ import (
 // 15 %, the noise of J from 200 scores), while on the partially observable pendulum (300
 // trials at the box's centre), whose likelihood approximates the agent, they are larger
 // (1.3–1.4 times on 500 trials; the estimates' spread over 12 simulated data sets agreed with
-// the sandwich, see README, "Reading the results"). The robust errors are the default; with
+// the sandwich, see docs/guide.md, "Reading the results"). The robust errors are the default; with
 // Options.Uncertainty hessian, or too few trials, StdErr is the Hessian's.
 func TestRobustStandardErrors(t *testing.T) {
 	if testing.Short() {

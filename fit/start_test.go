@@ -30,7 +30,7 @@ func TestStartsMoveFirstRestart(t *testing.T) {
 // TestLightDarkILQGFromDataFit: the light-dark agent plans with the partially observable iLQG
 // planner, which seeks the light for information. Around the data (LinearizeData) the
 // likelihood's backward pass does not reproduce that plan and, with 500 trials, misplaces the
-// light cost by 20-30 % (README, "What remains"); around the iLQG solution for each θ
+// light cost by 20-30 % (docs/posterior.md, "What remains"); around the iLQG solution for each θ
 // (LinearizeILQG, paper App. H) it does, but from random points of the box its fits fail in
 // line searches. Started at the data fit's estimate, the iLQG fit recovers every parameter.
 func TestLightDarkILQGFromDataFit(t *testing.T) {
@@ -58,5 +58,5 @@ func TestLightDarkILQGFromDataFit(t *testing.T) {
 		}
 	}
 	assert.Greater(t, math.Abs(data.Params["light_cost"]/truth[1]-1), 0.1,
-		"the data linearization's light-cost bias that this refinement is for (if it is gone, revisit the README)")
+		"the data linearization's light-cost bias that this refinement is for (if it is gone, revisit docs/tasks.md and docs/method.md)")
 }

@@ -19,7 +19,7 @@ import (
 // small, contiguous working set. simplego's executor
 // visits the graph's node structures and asks a buffer pool for every op; on the graphs of
 // this tool (hundreds of thousands of small element-wise ops) that walk is bound by memory
-// latency, not by arithmetic (README, "Speed"). The numbers computed are the same operations
+// latency, not by arithmetic (docs/benchmarks.md, "Speed"). The numbers computed are the same operations
 // in the same order, so a tape's results equal simplego's to the last bit on every test
 // (TestTapeEqualsSimplego).
 //

@@ -132,7 +132,7 @@ func (e *Evaluator) meanBuild() time.Duration {
 //     top when none does. A chunk's time there is a fixed cost per graph node plus a cost per
 //     trajectory, and the fixed cost dominates small chunks (navigation: 48 ms for the
 //     graph's 271,517 nodes against 0.2 ms a trajectory), so padding a chunk up to the next
-//     rung costs less than building the graph of another size (README, "Speed").
+//     rung costs less than building the graph of another size (docs/benchmarks.md, "Speed").
 //
 // Most is the most rows any call of the fit passes (0: unknown, then top is most).
 func chunkRows(rows, most, Most, workers int, compilesSlowly bool) int {

@@ -8,7 +8,7 @@ import (
 // chunkPlanner chooses EvalRows' chunk sizes on the Go backend so that a graph of a new size
 // is built only once it pays. A chunk's time there is about proportional to its rows (the
 // tape runs a fixed list of element-wise instructions over every trajectory of the chunk),
-// while building the graph of another size costs 0.1–2 s (README, "Speed"). When fewer rows
+// while building the graph of another size costs 0.1–2 s (docs/benchmarks.md, "Speed"). When fewer rows
 // are left than the built sizes fit well, the planner pads them into a built size and adds up
 // what that padding costs beyond a chunk of the ideal size (estimated from the built size's
 // measured time, pro rata); once the sum reaches the mean time of a build it builds the ideal

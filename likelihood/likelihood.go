@@ -87,12 +87,12 @@ type Options struct {
 	// Prior is the covariance of the agent's initial belief mean around the first observed
 	// state x_0; nil means 0: the belief starts at x_0, as the agents of `simulate` and of the
 	// reference's simulator do. The reference's likelihood uses the identity (ReferencePrior);
-	// with it, data from those agents bias the estimates (README, "Deliberate differences").
+	// with it, data from those agents bias the estimates (docs/method.md, "Deliberate differences").
 	Prior [][]float64
 	// IgnoreGaps linearizes at data (LinearizeData, LinearizeMean) as if they were a rollout of
 	// the model, as the paper and the reference implementation do: the backward pass then
 	// ignores the gaps f(x_t, u_t, 0) − x_{t+1} (control.Linearized.Gaps), which biases the
-	// estimates (README, "Deliberate differences"). Off by default.
+	// estimates (docs/method.md, "Deliberate differences"). Off by default.
 	IgnoreGaps bool
 	// NominalFilter gives the partially observing agent the Kalman gains of the system
 	// linearized along the linearization trajectory, computed before the forward pass, as the
@@ -102,7 +102,7 @@ type Options struct {
 	// policy gives there (TrackedFilter), which is what the extended Kalman filter of an
 	// agent simulated by `simulate` or by the reference's simulator computes. With
 	// signal-dependent noise or a non-linear observation the nominal gains bias the estimates
-	// (README, "Deliberate differences").
+	// (docs/method.md, "Deliberate differences").
 	NominalFilter bool
 	// GaussNewtonIters for control estimation of models not affine in u; 0 means default.
 	GaussNewtonIters int
@@ -113,7 +113,7 @@ type Options struct {
 	FirstOrderNoise bool
 	// FitTemperature makes the policy noise's temperature τ a nuisance parameter: the
 	// evaluator's Spec gains a last parameter "temperature" (TemperatureParam), fitted with the
-	// others, so that agents with and without policy noise are both described (README,
+	// others, so that agents with and without policy noise are both described (docs/results.md,
 	// "Robust to how the agent was computed"). Temperature is then its default value.
 	FitTemperature bool
 	// ValueOnly skips the gradient (Eval returns nil gradients): about half the work.
@@ -123,7 +123,7 @@ type Options struct {
 	// ForwardGradient computes the looped form's gradient in forward mode: every step carries
 	// the tangents of its values along the p parameters (graph.Engine.NewForwardTape), one
 	// program call per stage and step and no stored carries, instead of reverse mode over the
-	// recorded calls. Slower on the backends measured (README, "Backends"); kept to measure.
+	// recorded calls. Slower on the backends measured (docs/backends.md, "Backends"); kept to measure.
 	ForwardGradient bool
 }
 

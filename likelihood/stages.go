@@ -19,7 +19,7 @@ type StageSize struct {
 // the whole graph's nodes, the gradient's included. On the Go backend a graph run costs a
 // fixed time per node plus a time per node and trajectory, and at the batch sizes of one
 // fit's restarts the first dominates, so these counts are where an evaluation's time goes
-// (README, "Speed"). It builds a graph of its own and leaves the evaluator's unchanged.
+// (docs/benchmarks.md, "Speed"). It builds a graph of its own and leaves the evaluator's unchanged.
 func (e *Evaluator) GraphSizes(steps, rows, trials int) (stages []StageSize, total int, err error) {
 	d, err := e.prepare(syntheticRows(len(e.sym.Spec.States), steps, rows, trials), trials, steps)
 	if err != nil {

@@ -170,7 +170,7 @@ func beliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 // is dropped with Agent.FirstOrderNoise). An agent's EKF (paper Sec. 2.4; control.Simulate;
 // the reference's simulator) computes its gains at its own belief and control; with
 // signal-dependent noise or a non-linear observation they differ from the gains along any
-// fixed trajectory, and the difference biases the estimates (README, "Deliberate
+// fixed trajectory, and the difference biases the estimates (docs/method.md, "Deliberate
 // differences").
 func TrackedFilter(s *models.Symbolic, theta graph.Vec, agent *Agent, b Belief, P graph.Mat) (K, next graph.Mat) {
 	return trackedFilter(agent, newAtBelief(s, theta, agent, b), P)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements of the README ("Backends", GPU), one step per call so that each fits in
+# The GPU measurements of docs/backends.md (GPU), one step per call so that each fits in
 # ten minutes. Run from the repository root on the GPU machine with binaries built beforehand
 # (`make gpu-binaries`, which needs the network for Go modules; the GPU machine may have none).
 # Each step writes OUT/STEP.md (OUT defaults to out/gpu) and prints it.

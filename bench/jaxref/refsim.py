@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 # Our task name -> (reference environment class name, state names in our order). Reaching is
-# included for completeness, but the reference's arm dynamics differ from ours (README,
+# included for completeness, but the reference's arm dynamics differ from ours (docs/method.md,
 # "Deliberate differences"): its data are a different model for our likelihood.
 TASKS = {
     "pendulum": ("Pendulum", ["theta", "omega"]),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Robustness study: how well each estimator recovers an agent's parameters when the data come
-from agents that differ from the one the likelihood assumes (README, "Robust to how the agent
+from agents that differ from the one the likelihood assumes (docs/results.md, "Robust to how the agent
 was computed").
 
 Usage:

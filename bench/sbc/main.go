@@ -9,7 +9,7 @@
 // test of uniformity of the ranks over 10 bins, the coverage of the 90 % central credible
 // interval, and the coverage of the Laplace 95 % and 90 % intervals (θ̂ ± z·SE in the fitting
 // scale), with fit's standard errors (robust by default) and, where the fits hold them, the
-// inverse Hessian's. See README, "Posterior", for the commands.
+// inverse Hessian's. See docs/posterior.md, "Posterior", for the commands.
 //
 //	go run ./bench/sbc --eval DIR --post POST1,POST2,... [--fit FIT.jsonl] [--thin 100]
 package main

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# slurm-check: the README's Slurm recipe ("Fitting many subjects"), run for real.
+# slurm-check: the Slurm recipe of docs/guide.md ("Fitting many subjects"), run for real.
 #
 # Starts a one-node Slurm on localhost (munged, slurmctld and slurmd of Debian's slurm-wlm,
 # configured and kept in a temporary directory, on free ports), simulates a small study,
-# submits the README's array job for it (--shard ${SLURM_ARRAY_TASK_ID}/N --resume
+# submits docs/guide.md's array job for it (--shard ${SLURM_ARRAY_TASK_ID}/N --resume
 # --out fits/shard-${SLURM_ARRAY_TASK_ID}.jsonl, checkpointing every second), requeues one
 # array task while it runs (once it has saved a checkpoint), waits for all tasks, merges the
 # shards with `nioc-gpu merge` and requires the merged results to equal those of the same fit
@@ -182,7 +182,7 @@ cd "$tmp/study" || fail "cd"
 	>simulate.log 2>&1 || { cat simulate.log; fail "simulate"; }
 say "simulated $SUBJECTS subjects × $TRIALS trials of $TASK: $tmp/study/study.csv"
 
-# 5. The README's array job, for this study. Each run of a task appends to its log
+# 5. docs/guide.md's array job, for this study. Each run of a task appends to its log
 # (--open-mode=append), so a requeued task's log holds both runs.
 cpt=$((cpus >= 2 ? 2 : 1))
 fitargs=(--task "$TASK" --data study.csv --restarts "$RESTARTS" --seed 2)
@@ -247,7 +247,7 @@ grep -qE '^resuming from .*\([1-9][0-9]* evaluations kept\)' "$log" ||
 	fail "the second run of ${jobid}_$REQUEUE did not resume from the checkpoint (no 'resuming from ... evaluations kept' in $log)"
 [ ! -e "$out.ckpt" ] || fail "$out.ckpt left behind"
 
-# 9. Merge the shards (the README's command) and fit the same study in one process.
+# 9. Merge the shards (docs/guide.md's command) and fit the same study in one process.
 "$BIN" merge --out fits/all.jsonl fits/shard-*.jsonl >merge.log 2>&1 || { cat merge.log; fail "merge"; }
 say "$(tail -1 merge.log)"
 say "fitting the same study in a single process"
@@ -264,4 +264,4 @@ if ! diff <(norm fits/all.jsonl) <(norm single.jsonl) >diff.txt; then
 	fail "merged results differ from the single-process fit (diff in $tmp/study/diff.txt)"
 fi
 say "merged fits/all.jsonl equals single.jsonl: $SUBJECTS subject lines identical but for 'seconds'"
-say "PASS: README array job ($SHARDS tasks, task $REQUEUE requeued midway and resumed from its checkpoint) merged = single-process fit, $((SECONDS - t0))s"
+say "PASS: docs/guide.md array job ($SHARDS tasks, task $REQUEUE requeued midway and resumed from its checkpoint) merged = single-process fit, $((SECONDS - t0))s"

@@ -1,6 +1,6 @@
-// Package slurm holds the check that the README's Slurm recipe works: check.sh starts a
+// Package slurm holds the check that the Slurm recipe of docs/guide.md works: check.sh starts a
 // one-node Slurm, runs the array job with one task requeued midway, and compares the merged
-// shards with a single-process fit (README, "Fitting many subjects"; make slurm-check).
+// shards with a single-process fit (docs/guide.md, "Fitting many subjects"; make slurm-check).
 package slurm
 
 import (

@@ -26,7 +26,7 @@ var stageColumns = []struct {
 // adds (forward computation) and the whole graph's with the gradient, for the default
 // likelihood and the paper's (--temperature task --nominal-filter --ignore-gaps
 // --first-order-noise): on the Go backend an evaluation of a fit's few parameter vectors
-// costs about a fixed time per node (README, "Speed").
+// costs about a fixed time per node (docs/benchmarks.md, "Speed").
 func compareStages(b backends.Backend, tasks string) {
 	fmt.Println("## Where an evaluation's work is: graph nodes per stage (forward), 1 × 50 trials")
 	fmt.Println()

@@ -33,7 +33,7 @@ type taskFlags struct {
 
 // temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
 // Table 1), or "fit" for the fitted nuisance parameter; unset means the default (fit for our
-// likelihood, the task's for the baseline; README, "Robust to how the agent was computed").
+// likelihood, the task's for the baseline; docs/results.md, "Robust to how the agent was computed").
 type temperatureFlag struct {
 	set, fit, task bool
 	value          float64
@@ -80,9 +80,9 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
-		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see README)")
-		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see README)")
-		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see README)")
+		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see docs/method.md)")
+		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
+		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
 		fs.Float64Var(&tf.jitter, "jitter", 0, "`variance` added to each step's state covariance before it is factorized, a floor under the noise the likelihood represents; default: the task's (1e-6, the reference's, unless the task sets one)")
 		fs.Float64Var(&tf.beliefPrior, "belief-prior", 0, "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate: 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
@@ -101,7 +101,7 @@ func (tf *taskFlags) registerBackend(fs *flag.FlagSet) {
 // registerTask adds --task and --task-file, the two ways of naming the task.
 func (tf *taskFlags) registerTask(fs *flag.FlagSet) {
 	fs.StringVar(&tf.task, "task", "", "task name (see `nioc-gpu tasks`)")
-	fs.StringVar(&tf.taskFile, "task-file", "", "read the task from a TOML `file` instead of --task (README, \"Tasks from a file\")")
+	fs.StringVar(&tf.taskFile, "task-file", "", "read the task from a TOML `file` instead of --task (docs/tasks.md, \"Tasks from a file\")")
 }
 
 // model returns the task of --task or --task-file.
@@ -197,7 +197,7 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 	switch t := tf.temperature; {
 	case t.fit, !t.set && o.Method == likelihood.Ours:
 		// Fitted by default: an agent's policy noise is not known, and a wrong fixed τ biases
-		// the costs (README, "Robust to how the agent was computed").
+		// the costs (docs/results.md, "Robust to how the agent was computed").
 		o.FitTemperature = true
 	case !t.set, t.task: // the task's temperature
 	case t.value == 0:

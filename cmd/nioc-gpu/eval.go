@@ -235,7 +235,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		t0 := time.Now()
 		if opts.Linearize == likelihood.LinearizeILQG {
-			// From random points ilqg fits often fail in line searches (README, "What
+			// From random points ilqg fits often fail in line searches (docs/posterior.md, "What
 			// remains"): each set's first restart starts at the estimate of a data fit.
 			from := filepath.Join(*out, strings.Replace(filepath.Base(path), "fit-", "start-", 1))
 			starts, err := evalStarts(ctx, m, b, opts, fit.Options{Restarts: *restarts, Seed: *seed, MaxIter: *maxIter, CheckpointEvery: time.Minute},

@@ -147,7 +147,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 		}
 		fitter.SetStarts(*start, starts)
 	} else if opts.Linearize == likelihood.LinearizeILQG && !sf.quiet {
-		fmt.Fprintln(stderr, "note: from random points, --linearize ilqg fits often end in failed line searches; --start a --linearize data fit's results to begin one restart there (README, \"What remains\")")
+		fmt.Fprintln(stderr, "note: from random points, --linearize ilqg fits often end in failed line searches; --start a --linearize data fit's results to begin one restart there (docs/posterior.md, \"What remains\")")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -10,7 +10,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
-// Trials of their own length (README, "Data format"): the notice on data whose trials' length
+// Trials of their own length (docs/guide.md, "Data format"): the notice on data whose trials' length
 // differs from the task's horizon, and simulate's --vary-length.
 
 // noteLengths says on w, once per data file, when the trials of set (read from path) have

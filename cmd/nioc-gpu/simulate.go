@@ -146,8 +146,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// policyNoiseText says whether the simulated agent has policy noise (README, "Simulated
-// agents").
+// policyNoiseText says whether the simulated agent has policy noise (docs/method.md, "Our
+// simulated agent has policy noise by default").
 func policyNoiseText(temperature float64) string {
 	if temperature == 0 {
 		return "no policy noise (acts deterministically on its belief)"

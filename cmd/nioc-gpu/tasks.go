@@ -45,7 +45,7 @@ type paramJSON struct {
 func runTasks(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tasks", "[--task-file FILE] [--json]", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array with an object per task")
-	taskFile := fs.String("task-file", "", "print only the task of this TOML `file` (README, \"Tasks from a file\")")
+	taskFile := fs.String("task-file", "", "print only the task of this TOML `file` (docs/tasks.md, \"Tasks from a file\")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

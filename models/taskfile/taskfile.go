@@ -4,7 +4,7 @@
 // final cost as expressions. The expressions are Go expression syntax, parsed by go/parser,
 // and become expressions of package sym, so the derivatives are exact, as for the built-in
 // tasks; the file is parsed by github.com/pelletier/go-toml/v2. Every problem is reported as
-// an *Error naming the file, line and column. The format is described in the README ("Tasks
+// an *Error naming the file, line and column. The format is described in docs/tasks.md ("Tasks
 // from a file"); examples/tasks holds the paper's tasks written as files.
 package taskfile
 
@@ -101,7 +101,7 @@ func Parse(file string, text []byte) (*Task, error) {
 	for _, key := range []string{"name", "states", "controls", "observations", "motor_noises", "observation_noises",
 		"dt", "horizon", "x0", "model.dynamics", "model.observation", "model.cost", "model.final_cost"} {
 		if !d.has(key) {
-			return nil, d.errorf(key, "missing key %s (see the README, \"Tasks from a file\")", key)
+			return nil, d.errorf(key, "missing key %s (see the docs/tasks.md, \"Tasks from a file\")", key)
 		}
 	}
 	t := &Task{path: file}

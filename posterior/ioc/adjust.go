@@ -18,7 +18,7 @@ const (
 	// belief and replaces products of noises by their variance; its curvature then overstates
 	// the information in the data (on the partially observable pendulum by a factor 1.3–1.4 in
 	// standard deviation), and an unadjusted posterior is too narrow: its 90 % intervals
-	// covered the truth in 73–80 % of simulated data sets (README, "Calibration"). The shape
+	// covered the truth in 73–80 % of simulated data sets (docs/posterior.md, "Calibration"). The shape
 	// of ℓ (skew, bounds, several modes) is kept; only its scale around θ̂ changes.
 	AdjustCurvature = "curvature"
 	// AdjustNone samples the likelihood as it is.

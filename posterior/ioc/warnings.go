@@ -42,7 +42,7 @@ func (s *Sampler) warnings(r Result) []Warning {
 			Message: fmt.Sprintf("subject %s: ", r.Subject) + fmt.Sprintf(format, args...)})
 	}
 	if note, ok := strings.CutPrefix(r.Adjustment, AdjustNone+": "); ok {
-		add("", WarnAdjustment, "the likelihood was sampled unadjusted (%s); its posterior is likely too narrow (README, \"Calibration\"). Give it more trials, or sample with --adjust none to say so", note)
+		add("", WarnAdjustment, "the likelihood was sampled unadjusted (%s); its posterior is likely too narrow (docs/posterior.md, \"Calibration\"). Give it more trials, or sample with --adjust none to say so", note)
 	}
 	for k, name := range r.Names {
 		sum := r.Summary[k]
