@@ -145,7 +145,7 @@ func TestCLIHelpListsOnlyUsedFlags(t *testing.T) {
 		t.Run(tc.command, func(t *testing.T) {
 			r := cliOK(t, tc.command, "-h")
 			var listed []string
-			for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(r.stderr, -1) {
+			for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`).FindAllStringSubmatch(r.stderr, -1) {
 				listed = append(listed, m[1])
 			}
 			sort.Strings(listed)

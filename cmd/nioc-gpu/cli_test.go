@@ -323,9 +323,10 @@ func TestCLIFlagValues(t *testing.T) {
 		r := cliRun(t, "fit", "-h")
 		require.Equal(t, 0, r.code)
 		assert.Contains(t, r.stderr, "Usage: nioc-gpu fit")
-		assert.Regexp(t, `(?m)^\s+-seed uint$`, r.stderr)
-		assert.Regexp(t, `(?m)^\s+-restarts int$`, r.stderr)
-		assert.Regexp(t, `(?m)^\s+-checkpoint-every duration$`, r.stderr)
+		assert.Regexp(t, `(?m)^\s+--seed S$`, r.stderr)
+		assert.Regexp(t, `(?m)^\s+--restarts N$`, r.stderr)
+		assert.Regexp(t, `(?m)^\s+--checkpoint-every DURATION$`, r.stderr)
+		assert.Contains(t, r.stderr, "(default 1m)", "a duration's default as one types it")
 	})
 }
 

@@ -73,13 +73,13 @@ func (t *temperatureFlag) Set(s string) error {
 func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	tf.registerTask(fs)
 	tf.registerObserve(fs)
-	fs.StringVar(&tf.planner, "planner", "", "the agent's planner: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
+	fs.StringVar(&tf.planner, "planner", "", "the agent's planner, `full|partial`: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
 	tf.registerBackend(fs)
 	if withMethod {
-		fs.StringVar(&tf.method, "method", "ours", "likelihood: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
-		fs.StringVar(&tf.linearize, "linearize", "data", "linearize around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
+		fs.StringVar(&tf.method, "method", "ours", "likelihood, `ours|baseline`: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
+		fs.StringVar(&tf.linearize, "linearize", "data", "where the likelihood linearizes, `data|mean|ilqg`: around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
-		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
+		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run, `unrolled|looped|auto`: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see docs/method.md)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
 		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
@@ -90,12 +90,12 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 
 // registerObserve adds --observe.
 func (tf *taskFlags) registerObserve(fs *flag.FlagSet) {
-	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives: partial (noisy observations, EKF belief) or full (the state)")
+	fs.StringVar(&tf.observe, "observe", "partial", "what the agent perceives, `partial|full`: partial (noisy observations, EKF belief) or full (the state)")
 }
 
 // registerBackend adds --backend.
 func (tf *taskFlags) registerBackend(fs *flag.FlagSet) {
-	fs.StringVar(&tf.backend, "backend", "", "computation backend: go (pure Go, default) or xla (default $NIOC_BACKEND)")
+	fs.StringVar(&tf.backend, "backend", "", "computation backend, `go|xla`: go (pure Go) or xla (XLA through a PJRT plugin); default $NIOC_BACKEND, else go")
 }
 
 // registerTask adds --task and --task-file, the two ways of naming the task.

@@ -18,10 +18,10 @@ func init() {
 }
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", "--task NAME|--task-file FILE [--truth name=value,...] results.jsonl [more.jsonl ...]", stderr)
+	fs := newFlags("compare", "(--task NAME | --task-file FILE) [--truth name=value,...] results.jsonl [more.jsonl ...]", stderr)
 	var tf taskFlags
 	tf.registerTask(fs)
-	truth := fs.String("truth", "", "true parameter values, name=value,... (default: the task's defaults)")
+	truth := fs.String("truth", "", "true parameter values, `name=value,...` (default: the task's defaults)")
 	if err := parseFlagsArgs(fs, args); err != nil {
 		return err
 	}

@@ -84,8 +84,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	maxIter := fs.Int("max-iter", 200, "L-BFGS-B iterations per restart")
 	seed := fs.Uint64("seed", 1, "seed of the parameter draws, the simulations and the restarts")
 	methods := fs.String("methods", "ours,baseline", "methods to compare: ours, baseline")
-	truth := fs.String("truth", "", "fix true values instead of drawing them, name=value,... (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
-	linearize := fs.String("linearize", "data", "linearization of our method: data, mean or ilqg")
+	truth := fs.String("truth", "", "fix true values instead of drawing them, `name=value,...` (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
+	linearize := fs.String("linearize", "data", "linearization of our method, `data|mean|ilqg`")
 	shard := fs.String("shard", "", "fit only shard k/N of the sets (run `nioc-gpu plot DIR` after all shards)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	out := fs.String("out", "", "output directory (created; an existing one is resumed)")
@@ -263,7 +263,7 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plot", "--out DIR | --errors errors.png [--force] DIR [DIR ...]", stderr)
 	out := fs.String("out", "", "a directory written by `nioc-gpu eval`")
 	errorsPNG := fs.String("errors", "", "draw the absolute relative errors of several finished eval directories in one figure (paper Fig. 3)")
-	backend := fs.String("backend", "", "backend for the simulations of the trajectory figures")
+	backend := fs.String("backend", "", "backend for the simulations of the trajectory figures, `go|xla`")
 	force := fs.Bool("force", false, "replace the --errors file if it exists")
 	if err := parseFlagsArgs(fs, args); err != nil {
 		return err

@@ -69,15 +69,15 @@ func parseVary(spec models.Spec, s string, n int) ([]gridAxis, error) {
 }
 
 func runGrid(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grid", "--task NAME --data FILE.csv --vary name:lo:hi,name:lo:hi [--n 25] [--params ...] [--force] --out grid.csv", stderr)
+	fs := newFlags("grid", "--task NAME --data FILE.csv --vary name:lo:hi,name:lo:hi [--n 25] [--params name=value,...] [--force] --out grid.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV")
-	subject := fs.String("subject", "", "subject to use when the file has several")
+	subject := fs.String("subject", "", "the `ID` of the subject to use when the file has several")
 	vary := fs.String("vary", "", "the two parameters to vary and their ranges in natural units, name:lo:hi,name:lo:hi (evenly spaced in each parameter's scale)")
 	n := fs.Int("n", 25, "grid points per parameter")
 	params := fs.String("params", "", "values of the other parameters, name=value,... (default: the task's defaults)")
-	truth := fs.String("truth", "", "true values of the varied parameters to mark, name=value,...")
+	truth := fs.String("truth", "", "true values of the varied parameters to mark, `name=value,...`")
 	batch := fs.Int("batch", 2500, "grid points × trials evaluated per graph run (bounds memory)")
 	out := fs.String("out", "", "output CSV; the heat map is written beside it with extension .png")
 	force := fs.Bool("force", false, "replace --out and its .png if they exist")

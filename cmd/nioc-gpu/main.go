@@ -176,10 +176,7 @@ func printUsage(w io.Writer) {
 func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: nioc-gpu %s %s\n\nFlags:\n", name, usage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { writeUsage(stderr, name, usage, fs) }
 	return fs
 }
 

@@ -20,7 +20,7 @@ type figureFlags struct {
 
 func (ff *figureFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ff.plots, "plots", true, "draw each subject's corner-SUBJECT.png and trace-SUBJECT.png in --out (--plots=false: none)")
-	fs.StringVar(&ff.truth, "truth", "", "true values to mark on the figures, name=value,... (natural units; for data simulated with known parameters)")
+	fs.StringVar(&ff.truth, "truth", "", "true values to mark on the figures, `name=value,...` (natural units; for data simulated with known parameters)")
 	fs.StringVar(&ff.truthFile, "truth-file", "", "truth.csv of nioc-gpu eval (columns set, then the task's parameters): each subject's (set's) true values to mark; --truth overrides its values")
 	fs.IntVar(&ff.ppc, "ppc", 0, "posterior predictive check: simulate N trials at each of --ppc-draws draws of each subject and draw them over its data in ppc-SUBJECT.png (0: none)")
 	fs.IntVar(&ff.ppcDraws, "ppc-draws", ioc.DefaultPPCDraws, "posterior draws of each subject, evenly spread over its chains, that --ppc simulates at")
