@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 )
 
@@ -39,4 +40,20 @@ func (s Subject) Digest() string {
 		trials[i] = t.States
 	}
 	return Digest(trials)
+}
+
+// DigestDifference says how the data that a result records for subject (recorded, a Digest;
+// "" for a result written before results recorded it) differ from the data now (digests, by
+// subject): "" when they are the same or cannot be compared, else one line for a user.
+func DigestDifference(subject, recorded string, digests map[string]string) string {
+	if recorded == "" {
+		return ""
+	}
+	switch now, ok := digests[subject]; {
+	case !ok:
+		return fmt.Sprintf("subject %s is not in the data now", subject)
+	case now != recorded:
+		return fmt.Sprintf("subject %s's data: %s in the file, %s now", subject, recorded, now)
+	}
+	return ""
 }

@@ -5,17 +5,15 @@ package fit
 // results of an uninterrupted fit.
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"os"
 	"slices"
 	"sort"
 	"sync"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 )
 
@@ -183,26 +181,10 @@ func (f *Fitter) checkCheckpoint(c *Checkpoint, subjects []Subject) error {
 	return nil
 }
 
-// fingerprint returns a hash of a subject's trials.
-func fingerprint(trials [][][]float64) string {
-	h := fnv.New64a()
-	var b [8]byte
-	word := func(v uint64) {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
-	}
-	word(uint64(len(trials)))
-	for _, tr := range trials {
-		word(uint64(len(tr)))
-		for _, x := range tr {
-			word(uint64(len(x)))
-			for _, v := range x {
-				word(math.Float64bits(v))
-			}
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// fingerprint returns the digest of a subject's trials that a checkpoint records
+// (data.Digest; checkpoints of versions before 2026-11-25 hold another hash, and are then
+// refused as of other data).
+func fingerprint(trials [][][]float64) string { return data.Digest(trials) }
 
 // tracker follows every restart of a fit, for checkpoints and progress. The states it holds
 // are never modified once stored.

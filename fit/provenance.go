@@ -5,14 +5,16 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/nioc-gpu/nioc-gpu/data"
 )
 
 // RecordDifferences lists how the fit that wrote rec differs from the fitter's with run on
-// the data digests of data (data.Digest by subject): RunDifferences, the values at which the
+// the data digests of digests (data.Digest by subject): RunDifferences, the values at which the
 // parameters not fitted were held, and the subject's data, one line each; nil if there is
 // none. A record of an earlier version without a data digest or a task definition is not a
 // difference (Unchecked counts them).
-func (f *Fitter) RecordDifferences(rec Record, run Run, data map[string]string) []string {
+func (f *Fitter) RecordDifferences(rec Record, run Run, digests map[string]string) []string {
 	out := RunDifferences(rec, run, f.opts.Restarts, f.Fitted())
 	held := f.held()
 	for _, name := range slices.Sorted(maps.Keys(rec.Fixed)) {
@@ -21,13 +23,8 @@ func (f *Fitter) RecordDifferences(rec Record, run Run, data map[string]string) 
 				strconv.FormatFloat(rec.Fixed[name], 'g', -1, 64), strconv.FormatFloat(now, 'g', -1, 64)))
 		}
 	}
-	if rec.DataDigest != "" {
-		switch now, ok := data[rec.Subject]; {
-		case !ok:
-			out = append(out, fmt.Sprintf("subject %s is not in the data now", rec.Subject))
-		case now != rec.DataDigest:
-			out = append(out, fmt.Sprintf("subject %s's data: %s in the file, %s now", rec.Subject, rec.DataDigest, now))
-		}
+	if d := data.DigestDifference(rec.Subject, rec.DataDigest, digests); d != "" {
+		out = append(out, d)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -272,14 +273,8 @@ func Resume(dir string, run Run, params []models.Param) (*Output, error) {
 func (o *Output) DataDifferences(digests map[string]string) []string {
 	var out []string
 	for _, s := range o.sum.Subjects {
-		if s.DataDigest == "" {
-			continue
-		}
-		switch now, ok := digests[s.Subject]; {
-		case !ok:
-			out = append(out, fmt.Sprintf("subject %s is not in the data now", s.Subject))
-		case now != s.DataDigest:
-			out = append(out, fmt.Sprintf("subject %s's data: %s in the file, %s now", s.Subject, s.DataDigest, now))
+		if d := data.DigestDifference(s.Subject, s.DataDigest, digests); d != "" {
+			out = append(out, d)
 		}
 	}
 	return out
