@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
@@ -10,7 +11,7 @@ import (
 // diagnose sets res.Identified and res.Warnings for the estimate x (fitted parameters in
 // fitting scale) of subject s, once the Laplace approximation is in res. The data do not
 // determine an estimate when
-//   - a parameter is on a bound of its box (within 1e-6 in fitting scale): the likelihood
+//   - a parameter is on a bound of its box (res.AtBound: within 1e-6 in fitting scale): the likelihood
 //     still rises beyond it, so the box, not the data, sets the value, and an interval around
 //     it means little. The policy noise's temperature at its lower end is not a warning: it
 //     is the agent without policy noise, as data from an agent that acts by its plan alone
@@ -30,17 +31,19 @@ func (f *Fitter) diagnose(s Subject, x []float64, res *Result) {
 	}
 	for k, i := range f.infer {
 		p := f.spec.Params[i]
-		lower, upper := x[k]-f.lo[k] < 1e-6, f.hi[k]-x[k] < 1e-6
-		switch {
-		case lower && p.Name == likelihood.TemperatureParam(0).Name:
-		case lower || upper:
-			end, v := "upper", p.Hi
-			if lower {
-				end, v = "lower", p.Lo
-			}
-			warn = append(warn, fmt.Sprintf("%s is at its %s bound %s: the data would take it beyond, so the box sets this estimate and its interval means little; fix it (--fix %s=VALUE) or widen the box in a task file",
-				p.Name, end, strconv.FormatFloat(v, 'g', -1, 64), p.Name))
+		if !slices.Contains(res.AtBound, p.Name) { // fitSubject's rule: within 1e-6 of a bound
+			continue
 		}
+		lower := x[k]-f.lo[k] < f.hi[k]-x[k]
+		if lower && p.Name == likelihood.TemperatureParam(0).Name {
+			continue
+		}
+		end, v := "upper", p.Hi
+		if lower {
+			end, v = "lower", p.Lo
+		}
+		warn = append(warn, fmt.Sprintf("%s is at its %s bound %s: the data would take it beyond, so the box sets this estimate and its interval means little; fix it (--fix %s=VALUE) or widen the box in a task file",
+			p.Name, end, strconv.FormatFloat(v, 'g', -1, 64), p.Name))
 	}
 	if !res.HessianPD {
 		warn = append(warn, "the Hessian at the estimate is not positive definite: the likelihood is flat or falls in some direction, so the parameters are not identified by these data (no standard errors); fix one of those that trade off, or give more trials")

@@ -180,6 +180,7 @@ func TestCLIFitStillData(t *testing.T) {
 	out := filepath.Join(dir, "r.jsonl")
 	r := cliFit(t, data, out)
 	assert.Contains(t, r.stderr, "warning: subject 1: the trials do not move")
+	assert.Regexp(t, `warning: subject 1: \w+ is at its (lower|upper) bound [0-9.e-]+: .* fix it \(--fix \w+=VALUE\)`, r.stderr, "the box, not the data, sets an estimate")
 	rec := cliReadJSONL(t, out)[0]
 	assert.Equal(t, false, rec["identified"])
 	warnings, _ := rec["warnings"].([]any)
