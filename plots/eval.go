@@ -5,7 +5,6 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"image/color"
 	"math"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -47,11 +46,9 @@ func TrueVsEstimated(path, title string, cells [][]*Estimates) error {
 			}
 			p := plot.New()
 			p.Title.Text = fmt.Sprintf("%s: %s", c.Method, c.Param)
-			if i == 0 && j == 0 && title != "" {
-				p.Title.Text = title + "\n" + p.Title.Text
-			}
 			p.X.Label.Text = "true"
 			p.Y.Label.Text = "estimated"
+			p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
 			lo, hi := c.Lo, c.Hi
 			for _, v := range append(append([]float64{}, c.True...), c.Est...) {
 				if !math.IsNaN(v) && !(c.Log && v <= 0) {
@@ -91,8 +88,11 @@ func TrueVsEstimated(path, title string, cells [][]*Estimates) error {
 			grid[i][j] = p
 		}
 	}
-	return saveGrid(path, grid, 2.4*vg.Inch, 2.4*vg.Inch)
+	return saveTitled(path, header{title: title, key: []keyEntry{identityKey}}, grid, 2.4*vg.Inch, 2.4*vg.Inch)
 }
+
+// identityKey is the key's entry for TrueVsEstimated's identity line.
+var identityKey = lineKey("estimate = truth", color.Gray{Y: 128}, vg.Points(1), vg.Points(3), vg.Points(3))
 
 // ErrorGroup is one box of the error summary: a task and method with its absolute relative
 // errors (all parameters and sets pooled).
@@ -105,7 +105,6 @@ type ErrorGroup struct {
 // (task, method) with its median marked (paper Fig. 3).
 func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) error {
 	p := plot.New()
-	p.Title.Text = title
 	p.Y.Label.Text = "absolute relative error"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = sparseLogTicks{}
@@ -151,7 +150,11 @@ func ErrorSummary(path, title string, groups []ErrorGroup, methods []string) err
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
 	p.NominalX(names...)
 	w := vg.Length(math.Max(4, 1.7*float64(len(groups)))) * vg.Inch
-	return saveGrid(path, [][]*plot.Plot{{p}}, w, 4*vg.Inch)
+	hd := header{title: title, key: []keyEntry{lineKey("median", color.Black, vg.Points(2))}}
+	for k, m := range methods {
+		hd.key = append(hd.key, glyphKey(m, SeriesColor(k), draw.RingGlyph{}, vg.Points(2.5)))
+	}
+	return saveTitled(path, hd, [][]*plot.Plot{{p}}, w, 4*vg.Inch)
 }
 
 // Path is a 2-D trajectory to draw.
@@ -174,25 +177,25 @@ func Paths(path string, titles []string, panels [][]Path, marks [][]Mark, xlabel
 			}
 		}
 	}
+	var key []keyEntry
 	for i, ps := range panels {
 		p := plot.New()
 		p.Title.Text = titles[i]
 		p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
-		labelled := map[string]bool{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
 		for _, pa := range ps {
-			l, err := addPath(p, pa, vg.Points(0.6))
-			if err != nil {
+			if _, err := addPath(p, pa, vg.Points(0.6)); err != nil {
 				return err
 			}
-			if pa.Label != "" && !labelled[pa.Label] {
-				p.Legend.Add(pa.Label, l)
-				labelled[pa.Label] = true
+			if pa.Label != "" {
+				key = append(key, lineKey(pa.Label, pa.Color, vg.Points(1.5)))
 			}
 		}
 		if i < len(marks) {
-			if err := addMarks(p, marks[i], true); err != nil {
+			if err := addMarks(p, marks[i]); err != nil {
 				return err
 			}
+			key = append(key, markKeys(marks[i])...)
 		}
 		pad := 0.05 * math.Max(hi[0]-lo[0], hi[1]-lo[1])
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo[0]-pad, hi[0]+pad, lo[1]-pad, hi[1]+pad
@@ -201,10 +204,9 @@ func Paths(path string, titles []string, panels [][]Path, marks [][]Mark, xlabel
 			cx, cy := (p.X.Max+p.X.Min)/2, (p.Y.Max+p.Y.Min)/2
 			p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = cx-span/2, cx+span/2, cy-span/2, cy+span/2
 		}
-		p.Legend.Top = true
 		row[i] = p
 	}
-	return saveGrid(path, [][]*plot.Plot{row}, 3.2*vg.Inch, 3.2*vg.Inch)
+	return saveTitled(path, header{key: uniqueKeys(key)}, [][]*plot.Plot{row}, 3.2*vg.Inch, 3.2*vg.Inch)
 }
 
 // addPath draws a path on p as a line of the given width.
@@ -235,12 +237,14 @@ type MapPanel struct {
 // estimates, with mean trajectories).
 func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 	grid := make([][]*plot.Plot, len(rows))
+	var key []keyEntry
 	for i, row := range rows {
 		grid[i] = make([]*plot.Plot, len(row))
 		for j, mp := range row {
 			p := plot.New()
 			p.Title.Text = mp.Title
 			p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
+			p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
 			lo, hi := math.Inf(1), math.Inf(-1)
 			for _, r := range mp.Map.Values {
 				for _, v := range r {
@@ -257,55 +261,30 @@ func Maps(path string, rows [][]MapPanel, xlabel, ylabel string) error {
 				if _, err := addPath(p, pa, vg.Points(1.5)); err != nil {
 					return err
 				}
+				if pa.Label != "" {
+					key = append(key, lineKey(pa.Label, pa.Color, vg.Points(1.5)))
+				}
 			}
-			if err := addMarks(p, mp.Marks, false); err != nil {
+			if err := addMarks(p, mp.Marks); err != nil {
 				return err
 			}
+			key = append(key, markKeys(mp.Marks)...)
 			grid[i][j] = p
 		}
 	}
-	return saveGrid(path, grid, 2.8*vg.Inch, 2.6*vg.Inch)
+	hd := header{title: "each map in colours of its own scale, from its lowest (blue) to its highest (red) value", key: uniqueKeys(key)}
+	return saveTitled(path, hd, grid, 2.8*vg.Inch, 2.6*vg.Inch)
 }
 
-// sparseLogTicks mark a log axis: every power of ten in range labelled (at most four of them,
-// so that the labels of an axis spanning many decades do not run into each other) and the
-// multiples 2–9 as minor ticks, of which the 2s and 5s are labelled when fewer than two powers
-// of ten fall in the range. (plot.LogTicks misses the decades below 1 of ranges like [0.25, 2.5].)
-type sparseLogTicks struct{}
-
-func (sparseLogTicks) Ticks(min, max float64) []plot.Tick {
-	if !(min > 0) || !(max > min) {
-		return nil
-	}
-	in := func(v float64) bool { return v >= min*(1-1e-9) && v <= max*(1+1e-9) }
-	label := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
-	var ts []plot.Tick
-	var majors []int
-	for k := math.Floor(math.Log10(min)); k <= math.Ceil(math.Log10(max)); k++ {
-		p := math.Pow(10, k)
-		for m := 1.0; m <= 9; m++ {
-			if v := m * p; in(v) {
-				if m == 1 {
-					majors = append(majors, len(ts))
-				}
-				ts = append(ts, plot.Tick{Value: v})
-			}
+// uniqueKeys returns the entries of key with labels not seen before in it.
+func uniqueKeys(key []keyEntry) []keyEntry {
+	seen := map[string]bool{}
+	var out []keyEntry
+	for _, e := range key {
+		if !seen[e.label] {
+			seen[e.label] = true
+			out = append(out, e)
 		}
 	}
-	if len(majors) < 2 {
-		for i, t := range ts {
-			m := t.Value / math.Pow(10, math.Floor(math.Log10(t.Value)+1e-9))
-			if math.Abs(m-1) < 1e-6 || math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6 {
-				ts[i].Label = label(t.Value)
-			}
-		}
-		return ts
-	}
-	step := (len(majors) + 3) / 4
-	for k, i := range majors {
-		if k%step == 0 {
-			ts[i].Label = label(ts[i].Value)
-		}
-	}
-	return ts
+	return out
 }

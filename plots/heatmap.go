@@ -77,29 +77,30 @@ func HeatMap(path string, g Grid, title, xlabel, ylabel string, percentile float
 		}
 	}
 	p := plot.New()
-	p.Title.Text = title
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
+	p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
 	pal := moreland.SmoothBlueRed().Palette(255)
 	hm := plotter.NewHeatMap(gridXYZ{clipped}, pal)
 	hm.Min, hm.Max = lo, hi
 	hm.NaN = color.Transparent
 	p.Add(hm)
-	if err := addMarks(p, marks, true); err != nil {
+	if err := addMarks(p, marks); err != nil {
 		return err
 	}
-	p.Legend.Top = true
 	bar := &plotter.ColorBar{ColorMap: colorMap(lo, hi)}
 	cb := plot.New()
 	cb.Add(bar)
 	cb.HideY()
 	cb.X.Label.Text = fmt.Sprintf("log-likelihood (≥ %g%% quantile)", percentile)
 	cb.X.Padding = 0
-	return saveStacked(path, []*plot.Plot{p, cb}, []vg.Length{5 * vg.Inch, 0.9 * vg.Inch}, 5*vg.Inch)
+	cb.X.Tick.Marker = readableTicks{}
+	hd := header{title: title, key: markKeys(marks)}
+	return saveStacked(path, hd, []*plot.Plot{p, cb}, []vg.Length{5 * vg.Inch, 0.9 * vg.Inch}, 5*vg.Inch)
 }
 
-// addMarks draws marks on p, with legend entries for the labelled ones if legend is set.
-func addMarks(p *plot.Plot, marks []Mark, legend bool) error {
+// addMarks draws marks on p; the figure's key (markKeys) says what they are.
+func addMarks(p *plot.Plot, marks []Mark) error {
 	for _, m := range marks {
 		s, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
 		if err != nil {
@@ -107,9 +108,6 @@ func addMarks(p *plot.Plot, marks []Mark, legend bool) error {
 		}
 		s.GlyphStyle.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = m.Color, m.Shape, vg.Points(4)
 		p.Add(s)
-		if legend && m.Label != "" {
-			p.Legend.Add(m.Label, s)
-		}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Limits of the posterior figures, which are drawn for every subject and must stay quick.
@@ -40,7 +39,14 @@ func Corner(path, title string, names []string, scales []models.ParamScale, draw
 		return fmt.Errorf("corner plot %s: %w", path, err)
 	}
 	side := vg.Length(math.Max(1.8, math.Min(2.6, 9/float64(len(names))))) * vg.Inch
-	return saveTitled(path, title, grid, side, side)
+	hd := header{title: title}
+	for k := range names {
+		if inAxis(truthAt(truth, k), scales[k] == models.Log10Scale) {
+			hd.key = []keyEntry{lineKey("truth", truthColor, vg.Points(1))}
+			break
+		}
+	}
+	return saveTitled(path, hd, grid, side, side)
 }
 
 // cornerAxis is the axis of one parameter in a corner plot.
@@ -160,7 +166,7 @@ func cornerPlots(names []string, scales []models.ParamScale, draws [][]float64, 
 			p.Add(hLine(c.hline, truthColor))
 		}
 		if !math.IsNaN(c.vline) && !math.IsNaN(c.hline) {
-			if err := addMarks(p, []Mark{{X: c.vline, Y: c.hline, Color: truthColor, Shape: draw.CircleGlyph{}}}, false); err != nil {
+			if err := addMarks(p, []Mark{{X: c.vline, Y: c.hline, Color: truthColor, Shape: draw.CircleGlyph{}}}); err != nil {
 				return nil, err
 			}
 		}
@@ -183,22 +189,32 @@ func Trace(path, title string, names []string, scales []models.ParamScale, chain
 	for i, p := range panels {
 		grid[i] = []*plot.Plot{p}
 	}
-	var key []string
-	for c := range min(len(chains), 10) {
-		key = append(key, fmt.Sprintf("%d %s", c+1, seriesColorNames[c%len(seriesColorNames)]))
-	}
-	if len(chains) > 10 {
-		key = append(key, "…")
-	}
-	title += "\nchains " + strings.Join(key, ", ")
-	if truth != nil {
-		title += "; truth dashed red"
-	}
-	return saveTitled(path, title, grid, 8*vg.Inch, 1.7*vg.Inch)
+	return saveTitled(path, header{title: title, key: traceKey(len(chains), truth)}, grid, 8*vg.Inch, 1.7*vg.Inch)
 }
 
-// seriesColorNames name the colours of SeriesColor.
-var seriesColorNames = []string{"blue", "orange", "green", "red", "purple"}
+// traceKey is the key of Trace: the colour of each chain (the first five: the colours repeat
+// after them) and the truth's line.
+func traceKey(chains int, truth []float64) []keyEntry {
+	var key []keyEntry
+	for c := range min(chains, len(seriesColors)) {
+		var ids []string // the chains of this colour
+		for i := c; i < chains; i += len(seriesColors) {
+			ids = append(ids, strconv.Itoa(i+1))
+		}
+		label := "chain " + ids[0]
+		if len(ids) > 1 {
+			label = "chains " + strings.Join(ids, ", ")
+		}
+		key = append(key, lineKey(label, SeriesColor(c), vg.Points(1.5)))
+	}
+	for k := range truth {
+		if !math.IsNaN(truth[k]) {
+			key = append(key, lineKey("truth", truthColor, vg.Points(1), vg.Points(4), vg.Points(3)))
+			break
+		}
+	}
+	return key
+}
 
 // tracePlots returns the panels of Trace, one per parameter.
 func tracePlots(names []string, scales []models.ParamScale, chains [][][]float64, truth []float64) ([]*plot.Plot, error) {
@@ -309,39 +325,15 @@ func axisRange(vals []float64, truth float64, log bool) (lo, hi float64) {
 	return lo, hi
 }
 
-// setAxis sets an axis to [lo, hi], on a log scale with the figures' log ticks if log.
+// setAxis sets an axis to [lo, hi], on a log scale with the figures' log ticks if log, with
+// readableTicks if not.
 func setAxis(a *plot.Axis, lo, hi float64, log bool) {
 	a.Min, a.Max = lo, hi
+	a.Tick.Marker = readableTicks{}
 	if log {
 		a.Scale = plot.LogScale{}
 		a.Tick.Marker = compactLogTicks{}
 	}
-}
-
-// compactLogTicks are sparseLogTicks labelled compactly (2e-04 rather than 0.0002), so that
-// labels of neighbouring ticks on the small panels of a corner plot do not run into each
-// other.
-type compactLogTicks struct{}
-
-// Ticks implements plot.Ticker.
-func (compactLogTicks) Ticks(min, max float64) []plot.Tick {
-	ts := sparseLogTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = compactLabel(ts[i].Value)
-		}
-	}
-	return ts
-}
-
-// compactLabel formats a positive tick value: with an exponent below 0.01 and from 10⁴ on.
-func compactLabel(v float64) string {
-	if v < 0.01 || v >= 1e4 {
-		e := math.Floor(math.Log10(v) + 1e-9)
-		m := strconv.FormatFloat(v/math.Pow(10, e), 'g', 2, 64)
-		return m + "e" + strconv.Itoa(int(e))
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // histBinCount is the number of histogram bins for n draws: √n, within [10, 40].
@@ -444,61 +436,4 @@ func (l *refLine) DataRange() (xmin, xmax, ymin, ymax float64) {
 func (l *refLine) Thumbnail(c *draw.Canvas) {
 	y := (c.Min.Y + c.Max.Y) / 2
 	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
-}
-
-// integerTicks mark an axis of counts at round numbers, about five of them labelled, without
-// decimals.
-type integerTicks struct{}
-
-// Ticks implements plot.Ticker.
-func (integerTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-		}
-	}
-	return ts
-}
-
-// saveTitled draws a grid of plots (nil cells stay empty), each cell w×h, under a title
-// centred across the figure, into a PNG.
-func saveTitled(path, title string, plots [][]*plot.Plot, w, h vg.Length) error {
-	rows, cols := len(plots), 0
-	for _, r := range plots {
-		cols = max(cols, len(r))
-	}
-	sty := plot.New().Title.TextStyle
-	sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
-	band := vg.Length(0)
-	if title != "" {
-		band = sty.Height(title) + 2*vg.Millimeter
-	}
-	width, height := w*vg.Length(cols), h*vg.Length(rows)+band
-	margin := vg.Length(0) // on each side of the plots where the title is wider
-	if title != "" {
-		margin = max(0, (sty.Width(title)+4*vg.Millimeter-width)/2)
-	}
-	width += 2 * margin
-	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(dpi))
-	dc := draw.New(img)
-	if title != "" {
-		dc.FillText(sty, vg.Point{X: width / 2, Y: height - vg.Millimeter}, title)
-	}
-	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter,
-		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	padded := make([][]*plot.Plot, rows)
-	for i := range plots {
-		padded[i] = make([]*plot.Plot, cols)
-		copy(padded[i], plots[i])
-	}
-	canvases := plot.Align(padded, t, draw.Crop(dc, margin, -margin, 0, -band))
-	for i := range padded {
-		for j, p := range padded[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
-			}
-		}
-	}
-	return writePNG(path, img)
 }

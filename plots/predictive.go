@@ -22,6 +22,7 @@ type Overlay struct {
 	Title, XLabel, YLabel string
 	Simulated, Data       []Path
 	Equal                 bool // the same scale on both axes (hand paths in the plane)
+	Steps                 bool // the horizontal axis counts time steps: integer ticks
 }
 
 // PredictiveCheck writes the panels of a posterior predictive check to path (PNG), up to cols
@@ -44,7 +45,14 @@ func PredictiveCheck(path, title string, panels []Overlay, cols int) error {
 	if panels[0].Equal {
 		h = w
 	}
-	return saveTitled(path, title, grid, w, h)
+	return saveTitled(path, header{title: title, key: predictiveKey}, grid, w, h)
+}
+
+// predictiveKey is the key of PredictiveCheck, its lines wider than the panels' to show their
+// colours.
+var predictiveKey = []keyEntry{
+	lineKey("simulated at posterior draws", color.NRGBA{R: simulatedColor.R, G: simulatedColor.G, B: simulatedColor.B, A: 200}, vg.Points(1.5)),
+	lineKey("data", dataColor, vg.Points(1.5)),
 }
 
 // overlayPlot draws one panel of PredictiveCheck.
@@ -53,19 +61,19 @@ func overlayPlot(ov Overlay) (*plot.Plot, error) {
 	p.Title.Text = ov.Title
 	p.X.Label.Text, p.Y.Label.Text = ov.XLabel, ov.YLabel
 	lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
+	p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
+	if ov.Steps {
+		p.X.Tick.Marker = integerTicks{}
+	}
 	for k, set := range [][]Path{ov.Simulated, ov.Data} {
-		color, width, label := simulatedColor, vg.Points(0.4), "simulated"
+		color, width := simulatedColor, vg.Points(0.4)
 		if k == 1 {
-			color, width, label = dataColor, vg.Points(0.6), "data"
+			color, width = dataColor, vg.Points(0.6)
 		}
-		for i, pa := range set {
+		for _, pa := range set {
 			pa.Color = color
-			l, err := addPath(p, pa, width)
-			if err != nil {
+			if _, err := addPath(p, pa, width); err != nil {
 				return nil, err
-			}
-			if i == 0 {
-				p.Legend.Add(label, l)
 			}
 			for t := range pa.X {
 				lo[0], hi[0] = math.Min(lo[0], pa.X[t]), math.Max(hi[0], pa.X[t])
@@ -81,7 +89,6 @@ func overlayPlot(ov Overlay) (*plot.Plot, error) {
 		cx, cy := (hi[0]+lo[0])/2, (hi[1]+lo[1])/2
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = cx-span/2, cx+span/2, cy-span/2, cy+span/2
 	}
-	p.Legend.Top = true
 	return p, nil
 }
 
@@ -91,7 +98,7 @@ func overlayPlot(ov Overlay) (*plot.Plot, error) {
 func StateOverlays(states []string, simulated, data [][][]float64) []Overlay {
 	panels := make([]Overlay, len(states))
 	for i, name := range states {
-		panels[i] = Overlay{Title: name, XLabel: "time step", YLabel: name,
+		panels[i] = Overlay{Title: name, XLabel: "time step", YLabel: name, Steps: true,
 			Simulated: componentPaths(simulated, i), Data: componentPaths(data, i)}
 	}
 	return panels

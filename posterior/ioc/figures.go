@@ -76,9 +76,6 @@ func (s *Sampler) WriteFigures(dir string, r Result, o FigureOptions) ([]string,
 	var written []string
 	path := FigureFile(dir, CornerFigure, r.Subject)
 	title := fmt.Sprintf("subject %s: %d draws of %d chains", r.Subject, len(pooled), len(chains))
-	if truth != nil {
-		title += " (truth red)"
-	}
 	if err := plots.Corner(path, title, r.Names, scales, pooled, truth); err != nil {
 		return written, err
 	}
