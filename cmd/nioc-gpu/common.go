@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -374,15 +373,6 @@ func paramIndex(spec models.Spec, name string) int {
 	return -1
 }
 
-// toScale converts natural parameter values to their fitting scales.
-func toScale(spec models.Spec, natural []float64) []float64 {
-	out := make([]float64, len(natural))
-	for i, v := range natural {
-		out[i] = spec.Params[i].ToScale(v)
-	}
-	return out
-}
-
 // readData reads a trajectory CSV for the task, with errors that name the task. A value
 // beyond the task's plausible range (models.Spec.MaxState) is an error naming its line.
 func readData(path string, spec models.Spec) (*data.Set, error) {
@@ -458,29 +448,6 @@ func checkWritable(path string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
-}
-
-// trialsOf returns a subject's trials as [trial][t][state].
-func trialsOf(s data.Subject) [][][]float64 {
-	out := make([][][]float64, len(s.Trials))
-	for i, tr := range s.Trials {
-		out[i] = tr.States
-	}
-	return out
-}
-
-// writeCSV writes rows to a new CSV file at path.
-func writeCSV(path string, rows [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	if err := w.WriteAll(rows); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // jsonFloat renders a float for JSON output, with non-finite values as strings.

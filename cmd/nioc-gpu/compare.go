@@ -3,18 +3,23 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/study"
 )
 
 func init() {
 	register(command{name: "compare", summary: "print true against estimated parameters of results files", run: runCompare})
+}
+
+// compareColumn is one results file of compare: its name in the table and its records.
+type compareColumn struct {
+	name string
+	recs []fit.Record
 }
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
@@ -37,69 +42,78 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type column struct {
-		name string
-		recs []fit.Record
-	}
-	var cols []column
+	var cols []compareColumn
 	for _, path := range fs.Args() {
-		recs, _, err := fit.ReadRecords(path)
+		c, err := readColumn(path, m, stderr)
 		if err != nil {
 			return err
 		}
-		if len(recs) == 0 {
-			return fmt.Errorf("%s has no results", path)
-		}
-		digest := models.Digest(m)
-		for _, r := range recs {
-			if r.Task != spec.Name {
-				return fmt.Errorf("%s holds results of task %s (subject %s), not of task %s (--task)", path, r.Task, r.Subject, spec.Name)
-			}
-		}
-		for _, r := range recs {
-			if r.TaskDigest != "" && r.TaskDigest != digest {
-				fmt.Fprintf(stderr, "note: %s holds results of another definition of task %s (subject %s: %s, here %s); compared by parameter name\n", path, spec.Name, r.Subject, r.TaskDigest, digest)
-				break
-			}
-		}
-		recs = trusted(path, recs, stderr)
-		name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-		if recs[0].Method != "" {
-			name = recs[0].Method + " (" + name + ")"
-		}
-		cols = append(cols, column{name, recs})
+		cols = append(cols, c)
 	}
+	return printComparison(stdout, spec, trueVals, cols)
+}
+
+// readColumn reads the results file path of the task m for compare and says on stderr what
+// it uses (trusted). Results of another task are an error; of another definition of the
+// task, a note.
+func readColumn(path string, m models.Model, stderr io.Writer) (compareColumn, error) {
+	spec := m.Spec()
+	recs, _, err := fit.ReadRecords(path)
+	if err != nil {
+		return compareColumn{}, err
+	}
+	if len(recs) == 0 {
+		return compareColumn{}, fmt.Errorf("%s has no results", path)
+	}
+	digest := models.Digest(m)
+	for _, r := range recs {
+		if r.Task != spec.Name {
+			return compareColumn{}, fmt.Errorf("%s holds results of task %s (subject %s), not of task %s (--task)", path, r.Task, r.Subject, spec.Name)
+		}
+	}
+	for _, r := range recs {
+		if r.TaskDigest != "" && r.TaskDigest != digest {
+			fmt.Fprintf(stderr, "note: %s holds results of another definition of task %s (subject %s: %s, here %s); compared by parameter name\n", path, spec.Name, r.Subject, r.TaskDigest, digest)
+			break
+		}
+	}
+	recs = trusted(path, recs, stderr)
+	name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	if recs[0].Method != "" {
+		name = recs[0].Method + " (" + name + ")"
+	}
+	return compareColumn{name, recs}, nil
+}
+
+// printComparison prints the table of compare: each parameter's true value (natural units,
+// spec's order) and each column's estimates of it (study.Compare), then each column's median
+// relative error and log-likelihood.
+func printComparison(stdout io.Writer, spec models.Spec, trueVals []float64, cols []compareColumn) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "parameter\ttruth")
 	for _, c := range cols {
 		fmt.Fprintf(tw, "\t%s", c.name)
 	}
 	fmt.Fprintln(tw, "\t")
-	errs := make([][]float64, len(cols))
+	comps := make([][]study.Comparison, len(cols))
+	for ci, c := range cols {
+		comps[ci] = study.Compare(spec, trueVals, c.recs)
+	}
 	for i, p := range spec.Params {
 		fmt.Fprintf(tw, "%s\t%.4g", p.Name, trueVals[i])
-		for ci, c := range cols {
-			var est, rel []float64
-			for _, r := range c.recs {
-				if v, ok := r.Params[p.Name]; ok && slices.Contains(r.Fitted, p.Name) {
-					est = append(est, v)
-					if trueVals[i] != 0 {
-						rel = append(rel, math.Abs(v-trueVals[i])/math.Abs(trueVals[i]))
-					}
-				}
-			}
-			if len(est) == 0 {
+		for ci := range cols {
+			c := comps[ci][i]
+			if c.N == 0 {
 				fmt.Fprint(tw, "\tnot fitted")
 				continue
 			}
-			errs[ci] = append(errs[ci], rel...)
 			label := "%.4g"
-			if len(est) > 1 {
+			if c.N > 1 {
 				label = "median %.4g"
 			}
-			cell := fmt.Sprintf(label, fit.Median(est))
-			if len(rel) > 0 {
-				cell += fmt.Sprintf(" (|rel. err.| %.2f)", fit.Median(rel))
+			cell := fmt.Sprintf(label, c.Median)
+			if len(c.RelErrors) > 0 {
+				cell += fmt.Sprintf(" (|rel. err.| %.2f)", fit.Median(c.RelErrors))
 			}
 			fmt.Fprintf(tw, "\t%s", cell)
 		}
@@ -107,46 +121,23 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(tw, "median |rel. err.|\t")
 	for ci := range cols {
-		fmt.Fprintf(tw, "\t%.3f", fit.Median(errs[ci]))
+		fmt.Fprintf(tw, "\t%.3f", study.MedianRelError(comps[ci]))
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprint(tw, "log-likelihood\t")
 	for _, c := range cols {
-		var ll []float64
-		for _, r := range c.recs {
-			if r.LogLik != nil {
-				ll = append(ll, *r.LogLik)
-			}
-		}
-		fmt.Fprintf(tw, "\t%.2f", fit.Median(ll))
+		fmt.Fprintf(tw, "\t%.2f", study.MedianLogLik(c.recs))
 	}
 	fmt.Fprintln(tw, "\t")
 	return tw.Flush()
 }
 
 // trusted returns the records of recs (read from path) that compare uses, a subject's last
-// record where a file holds several (the latest fit appended), and says on stderr what it
-// uses: how many subjects, what produced them, and those whose estimates their data do not
-// determine (fit.Record.Identified).
+// record where a file holds several (study.Latest), and says on stderr what it uses: how many
+// subjects, what produced them, and those whose estimates their data do not determine
+// (fit.Record.Identified).
 func trusted(path string, recs []fit.Record, stderr io.Writer) []fit.Record {
-	last := map[string]int{}
-	for i, r := range recs {
-		last[r.Subject] = i
-	}
-	var out []fit.Record
-	var repeated, unidentified []string
-	for i, r := range recs {
-		if last[r.Subject] != i {
-			if !slices.Contains(repeated, r.Subject) {
-				repeated = append(repeated, r.Subject)
-			}
-			continue
-		}
-		if r.Identified != nil && !*r.Identified {
-			unidentified = append(unidentified, r.Subject)
-		}
-		out = append(out, r)
-	}
+	out, repeated, unidentified := study.Latest(recs)
 	what := "written before results recorded their data and version"
 	if r := out[0]; r.Version != "" {
 		what = fmt.Sprintf("task definition %s, nioc-gpu %s", r.TaskDigest, r.Version)

@@ -69,14 +69,3 @@ func lengthRange(spec string, set, stepsSet bool, task models.Spec) (lo, hi int,
 	}
 	return lo, hi, nil
 }
-
-// longest returns the most steps of any trial.
-func longest(lengths [][]int) int {
-	hi := 0
-	for _, ls := range lengths {
-		for _, T := range ls {
-			hi = max(hi, T)
-		}
-	}
-	return hi
-}

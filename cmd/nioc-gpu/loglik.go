@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/nioc-gpu/nioc-gpu/study"
 )
 
 func init() {
@@ -49,17 +51,7 @@ func runLoglik(args []string, stdout, stderr io.Writer) error {
 	if err := noteLengths(stderr, set, spec, *dataPath); err != nil {
 		return err
 	}
-	rows := make([][][][]float64, len(set.Subjects))
-	thetas := make([][]float64, len(set.Subjects))
-	for i, s := range set.Subjects {
-		rows[i] = trialsOf(s)
-		thetas[i] = toScale(spec, theta)
-	}
-	d, err := e.Prepare(rows, 0)
-	if err != nil {
-		return err
-	}
-	ll, grad, err := e.Eval(d, thetas)
+	ll, grad, err := study.LogLik(e, set, theta)
 	if err != nil {
 		return err
 	}

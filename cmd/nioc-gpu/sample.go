@@ -2,22 +2,77 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/posterior/ioc"
 )
 
 func init() {
 	register(command{name: "sample", summary: "draw from the posterior of every subject's parameters (batched NUTS, resumable)", run: runSample})
+}
+
+// samplerFlags are sample's flags of the sampler itself.
+type samplerFlags struct {
+	chains, warmup, draws, together, maxDepth int
+	seed                                      uint64
+	prior, init, adjust, metric               string
+	targetAccept                              float64
+	force                                     bool
+}
+
+func (f *samplerFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.chains, "chains", 4, "chains per subject")
+	fs.IntVar(&f.warmup, "warmup", 500, "warm-up iterations per chain (step size and metric adaptation; not kept); 0 for none")
+	fs.IntVar(&f.draws, "draws", 1000, "draws per chain after warm-up")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the chains (with each subject's ID)")
+	fs.StringVar(&f.prior, "prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
+	fs.StringVar(&f.init, "init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
+	fs.StringVar(&f.adjust, "adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter) or none (as it is: too narrow where the likelihood approximates the agent)")
+	fs.BoolVar(&f.force, "force", false, "replace the outputs in --out")
+	fs.IntVar(&f.together, "together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
+	fs.IntVar(&f.maxDepth, "max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
+	fs.StringVar(&f.metric, "metric", "dense", "the sampler's metric (mass matrix), adapted in warm-up: dense (the draws' covariance, for correlated parameters) or diag (their variances, Stan's default)")
+	fs.Float64Var(&f.targetAccept, "target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
+}
+
+// check returns a usage error for a flag's value out of its range; resume is --resume.
+func (f *samplerFlags) check(fs *flag.FlagSet, resume bool) error {
+	switch {
+	case isSet(fs, "together") && f.together < 1:
+		return usagef("--together must be >= 1, got %d", f.together)
+	case f.maxDepth < 1:
+		return usagef("--max-depth must be >= 1, got %d", f.maxDepth)
+	case !(f.targetAccept > 0 && f.targetAccept < 1):
+		return usagef("--target-accept must be in (0, 1), got %g", f.targetAccept)
+	case f.metric != "dense" && f.metric != "diag":
+		return usagef("unknown --metric %q: want dense or diag", f.metric)
+	case resume && f.force:
+		return usagef("--resume continues the run in --out and --force replaces it: give one")
+	}
+	return nil
+}
+
+// start returns where the chains start (--init), and whether at the estimates of a fit's
+// results file.
+func (f *samplerFlags) start() (start ioc.Start, fromFit bool, err error) {
+	if _, err := ioc.ParseStart(f.init); err != nil {
+		if f.init == "" {
+			return "", false, usagef("--init needs optimize, dispersed or a results file of nioc-gpu fit")
+		}
+		return ioc.StartDispersed, true, nil
+	}
+	return ioc.Start(f.init), false, nil
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
@@ -26,18 +81,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	tf.register(fs, true)
 	var sf subjectFlags
 	sf.register(fs, "sample", "output directory: draws.csv, summary.csv, summary.json")
-	chains := fs.Int("chains", 4, "chains per subject")
-	warmup := fs.Int("warmup", 500, "warm-up iterations per chain (step size and metric adaptation; not kept); 0 for none")
-	draws := fs.Int("draws", 1000, "draws per chain after warm-up")
-	seed := fs.Uint64("seed", 1, "seed of the chains (with each subject's ID)")
-	prior := fs.String("prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
-	initPath := fs.String("init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
-	adjust := fs.String("adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter) or none (as it is: too narrow where the likelihood approximates the agent)")
-	force := fs.Bool("force", false, "replace the outputs in --out")
-	together := fs.Int("together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
-	maxDepth := fs.Int("max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
-	metric := fs.String("metric", "dense", "the sampler's metric (mass matrix), adapted in warm-up: dense (the draws' covariance, for correlated parameters) or diag (their variances, Stan's default)")
-	targetAccept := fs.Float64("target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
+	var f samplerFlags
+	f.register(fs)
 	var ff figureFlags
 	ff.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -53,23 +98,14 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := refuseNonDir("out", sf.out); err != nil {
 		return err
 	}
-	switch {
-	case isSet(fs, "together") && *together < 1:
-		return usagef("--together must be >= 1, got %d", *together)
-	case *maxDepth < 1:
-		return usagef("--max-depth must be >= 1, got %d", *maxDepth)
-	case !(*targetAccept > 0 && *targetAccept < 1):
-		return usagef("--target-accept must be in (0, 1), got %g", *targetAccept)
-	case *metric != "dense" && *metric != "diag":
-		return usagef("unknown --metric %q: want dense or diag", *metric)
-	case sf.resume && *force:
-		return usagef("--resume continues the run in --out and --force replaces it: give one")
+	if err := f.check(fs, sf.resume); err != nil {
+		return err
 	}
 	k, n, fixed, err := sf.parse()
 	if err != nil {
 		return err
 	}
-	priors, err := ioc.ParsePriors(*prior)
+	priors, err := ioc.ParsePriors(f.prior)
 	if err != nil {
 		return usageError{err}
 	}
@@ -84,21 +120,25 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	start, fromFit := ioc.Start(*initPath), false
-	if _, err := ioc.ParseStart(*initPath); err != nil {
-		if *initPath == "" {
-			return usagef("--init needs optimize, dispersed or a results file of nioc-gpu fit")
-		}
-		start, fromFit = ioc.StartDispersed, true
+	start, fromFit, err := f.start()
+	if err != nil {
+		return err
 	}
-	sampler, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: *seed, Start: start, DenseMetric: *metric == "dense",
-		MaxDepth: *maxDepth, TargetAccept: *targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
-		MaxBatch: sf.maxBatch, Together: *together, Adjust: *adjust})
+	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense",
+		MaxDepth: f.maxDepth, TargetAccept: f.targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
+		MaxBatch: sf.maxBatch, Together: f.together, Adjust: f.adjust})
 	if err != nil {
 		return usageError{err}
 	}
+	return sampleData(sampler, m, &sf, &f, &ff, k, n, fromFit, stderr)
+}
+
+// sampleData checks the outputs of a sample run, reads its data and samples the subjects of
+// its shard k of n that the output directory lacks with sampler, from the estimates of
+// --init's results file when fromFit; m is the task.
+func sampleData(sampler *ioc.Sampler, m models.Model, sf *subjectFlags, f *samplerFlags, ff *figureFlags, k, n int, fromFit bool, stderr io.Writer) error {
 	outputs := ioc.Files(sf.out)
-	if !sf.resume && !*force {
+	if !sf.resume && !f.force {
 		if err := refuseExisting("use --resume to continue that run, --force to replace it, or choose another --out", outputs...); err != nil {
 			return err
 		}
@@ -108,7 +148,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return usagef("the output %s would overwrite the data file; choose another --out", p)
 		}
 	}
-	spec := e.Spec()
+	spec := sampler.Selection().Spec()
 	set, err := readData(sf.data, spec)
 	if err != nil {
 		return err
@@ -116,37 +156,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := noteLengths(stderr, set, spec, sf.data); err != nil {
 		return err
 	}
-	var subjects []fit.Subject
-	for i, s := range set.Subjects {
-		if i%n == k-1 {
-			subjects = append(subjects, fit.Subject{ID: s.ID, Trials: trialsOf(s)})
-		}
-	}
-	names := sampler.Selection().Names()
+	subjects := ioc.Subjects(set, k, n)
 	if fromFit {
-		ids := make([]string, len(subjects))
-		for i, s := range subjects {
-			ids[i] = s.ID
-		}
-		init, absent, err := ioc.ReadInit(*initPath, spec, ids, names)
-		if err != nil {
-			return err
-		}
-		if len(absent) > 0 {
-			fmt.Fprintf(stderr, "--init: %s holds no estimate of %s: those chains start over-dispersed\n", *initPath, strings.Join(absent, ", "))
-		}
-		fitted := map[string]string{}
-		for id, est := range init {
-			fitted[id] = est.DataDigest
-		}
-		noteStartData(stderr, "--init", *initPath, fitted, set)
-		o := sampler.Options()
-		o.Init = init
-		if sampler, err = ioc.New(e, o); err != nil {
+		if sampler, err = initSampler(sampler, f.init, subjects, set, stderr); err != nil {
 			return err
 		}
 	}
-	figs, err := ff.parse(spec, m, sampler, sf.out, *seed, subjects, stderr)
+	figs, err := ff.parse(spec, m, sampler, sf.out, f.seed, subjects, stderr)
 	if err != nil {
 		return err
 	}
@@ -156,30 +172,43 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := checkWritable(filepath.Join(sf.out, ioc.SummaryJSONFile)); err != nil {
 		return err
 	}
-	run := sampler.Run(*initPath)
+	run := sampler.Run(f.init)
 	run.Version = versionString()
-	var w *ioc.Output
+	open := ioc.Create
 	if sf.resume {
-		w, err = ioc.Resume(sf.out, run, sampler.Params())
-	} else {
-		w, err = ioc.Create(sf.out, run, sampler.Params())
+		open = ioc.Resume
 	}
+	w, err := open(sf.out, run, sampler.Params())
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	digests := map[string]string{}
-	for _, s := range set.Subjects {
-		digests[s.ID] = s.Digest()
-	}
-	if diff := w.DataDifferences(digests); len(diff) > 0 {
+	if diff := w.DataDifferences(set.Digests()); len(diff) > 0 {
 		return fmt.Errorf("%s holds subjects sampled with other data; resume it with its data, or use --force or another --out:\n  %s", sf.out, strings.Join(diff, "\n  "))
 	}
-	done := w.Done()
-	subjects = slices.DeleteFunc(subjects, func(s fit.Subject) bool { return slices.Contains(done, s.ID) })
+	done := len(w.Done())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return sampleSubjects(ctx, sampler, run, subjects, w, figs, sf.out, len(done), sf.quiet, stderr)
+	return sampleSubjects(ctx, sampler, run, w.Remaining(subjects), w, figs, sf.out, done, sf.quiet, stderr)
+}
+
+// initSampler returns sampler with its chains starting at the estimates of the subjects in
+// the results file path (ioc.Sampler.WithInit), and says on stderr which parameters no
+// estimate holds and which subjects' estimates were fitted to other data than set.
+func initSampler(sampler *ioc.Sampler, path string, subjects []fit.Subject, set *data.Set, stderr io.Writer) (*ioc.Sampler, error) {
+	ids := make([]string, len(subjects))
+	for i, s := range subjects {
+		ids[i] = s.ID
+	}
+	sampler, absent, fitted, err := sampler.WithInit(path, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(stderr, "--init: %s holds no estimate of %s: those chains start over-dispersed\n", path, strings.Join(absent, ", "))
+	}
+	noteStartData(stderr, "--init", path, fitted, set)
+	return sampler, nil
 }
 
 // sampleSubjects samples subjects with sampler into w (the outputs in dir, which already hold
@@ -210,12 +239,11 @@ func sampleSubjects(ctx context.Context, sampler *ioc.Sampler, run ioc.Run, subj
 		if !bar.due() {
 			return
 		}
-		frac := (float64(p.SubjectsDone) + float64(p.Transitions)/float64(max(1, p.Total))) / float64(max(1, p.Subjects))
 		phase := ""
 		if p.Climbing {
 			phase = "finding starting points  "
 		}
-		bar.show(frac, fmt.Sprintf("%s%d/%d subjects  %.0f evals/s  %s", phase, p.SubjectsDone, p.Subjects,
+		bar.show(p.Fraction(), fmt.Sprintf("%s%d/%d subjects  %.0f evals/s  %s", phase, p.SubjectsDone, p.Subjects,
 			float64(p.Evaluations)/p.Elapsed.Seconds(), p.Elapsed.Round(time.Second)))
 	})
 	var failed, warned, warnings, written int

@@ -9,6 +9,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/posterior/ioc"
+	"github.com/nioc-gpu/nioc-gpu/study"
 )
 
 // figureFlags are sample's flags for its figures.
@@ -66,7 +67,7 @@ func (ff *figureFlags) parse(spec models.Spec, m models.Model, sampler *ioc.Samp
 		return nil, nil
 	}
 	if ff.truthFile != "" {
-		truth, _, err := readTruth(ff.truthFile, m.Spec())
+		truth, _, err := study.ReadTruth(ff.truthFile, m.Spec())
 		if err != nil {
 			return nil, err
 		}

@@ -6,10 +6,11 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/nioc-gpu/nioc-gpu/study"
 )
 
 func init() {
@@ -45,46 +46,26 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := refuseDir("out", *out); err != nil {
 		return err
 	}
-	theta, err := paramValues(spec, *params, "params")
-	if err != nil {
+	sim := study.Simulation{Subjects: *subjects, Trials: *trials, Steps: spec.Steps, Seed: *seed}
+	if sim.Theta, err = paramValues(spec, *params, "params"); err != nil {
 		return err
 	}
-	warnParamsOutsideBox(stderr, spec, *params, "params", theta)
-	observe, err := tf.observeMode()
-	if err != nil {
+	warnParamsOutsideBox(stderr, spec, *params, "params", sim.Theta)
+	if sim.Sim.Observe, err = tf.observeMode(); err != nil {
 		return err
 	}
-	planner, err := tf.plannerFor(spec)
-	if err != nil {
+	if sim.Solver.Planner, err = tf.plannerFor(spec); err != nil {
 		return err
 	}
-	T := spec.Steps
 	if isSet(fs, "steps") {
-		T = *steps
+		sim.Steps = *steps
 	}
-	lo, hi, err := lengthRange(*varyLength, isSet(fs, "vary-length"), isSet(fs, "steps"), spec)
-	if err != nil {
+	if sim.MinSteps, sim.MaxSteps, err = lengthRange(*varyLength, isSet(fs, "vary-length"), isSet(fs, "steps"), spec); err != nil {
 		return err
 	}
-	switch {
-	case T < 1:
-		return usagef("--steps must be >= 1, got %d", T)
-	case *trials < 1:
-		return usagef("--trials must be >= 1, got %d", *trials)
-	case *subjects < 1:
-		return usagef("--subjects must be >= 1, got %d", *subjects)
-	case *iterations < 0:
-		return usagef("--planner-iterations must be >= 1, got %d", *iterations)
-	case *delay != 0 && *delay != 1:
-		return usagef("--delay must be 0 or 1 (steps), got %d", *delay)
-	}
-	switch {
-	case math.IsNaN(*temperature) || math.IsInf(*temperature, 0):
-		return usagef("--temperature must be a finite number >= 0, got %g", *temperature)
-	case *temperature == -1:
-		*temperature = spec.Temperature
-	case *temperature < 0:
-		return usagef("--temperature must be >= 0, got %g", *temperature)
+	sim.Solver.MaxIter, sim.Sim.Delay = *iterations, *delay
+	if sim.Sim.Temperature, err = checkSimulation(sim, *temperature, spec.Temperature); err != nil {
+		return err
 	}
 	if !*force {
 		if err := refuseExisting(forceHint, *out); err != nil {
@@ -98,52 +79,71 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lengths := make([][]int, *subjects)
-	seeds := make([]uint64, *subjects)
-	for s := range lengths {
-		seeds[s] = *seed + uint64(s)*1_000_003
-		lengths[s] = slices.Repeat([]int{T}, *trials)
-		if hi > 0 {
-			lengths[s] = control.DrawLengths(lo, hi, *trials, seeds[s])
-		}
-	}
-	xs, byHorizon, err := control.SimulateLengths(m, theta, lengths, seeds,
-		b, control.SolverOptions{Planner: planner, MaxIter: *iterations},
-		control.SimOptions{Observe: observe, Temperature: *temperature, Delay: *delay})
+	set, byHorizon, err := study.Simulate(m, b, sim)
 	if err != nil {
 		return err
 	}
-	pols := slices.Collect(maps.Values(byHorizon))
-	if *iterations == 0 {
-		for _, h := range slices.Sorted(maps.Keys(byHorizon)) {
-			pol, which := byHorizon[h], ""
-			if len(pols) > 1 {
-				which = fmt.Sprintf(" (horizon %d)", h)
-			}
-			if !pol.Converged[0] {
-				fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations%s\n", pol.Iterations, which)
-			}
-		}
-	}
-	set := &data.Set{StateNames: spec.States, Steps: longest(lengths)}
-	for s := range xs {
-		subj := data.Subject{ID: strconv.Itoa(s + 1)}
-		for r, tr := range xs[s] {
-			subj.Trials = append(subj.Trials, data.Trial{ID: r, States: tr})
-		}
-		set.Subjects = append(set.Subjects, subj)
+	if sim.Solver.MaxIter == 0 {
+		warnNotConverged(stderr, byHorizon)
 	}
 	if err := data.Write(*out, set); err != nil {
 		return err
 	}
-	stepsText := fmt.Sprintf("%d steps", T)
-	if hi > 0 {
-		stepsText = fmt.Sprintf("%d..%d steps (drawn uniformly; the agent plans over %s)", lo, hi, horizonText(spec))
+	reportSimulation(stderr, spec, sim, byHorizon, *out)
+	return nil
+}
+
+// reportSimulation says on stderr what simulate wrote to out: the simulation sim of the task
+// of spec, whose agent planned the policies byHorizon.
+func reportSimulation(stderr io.Writer, spec models.Spec, sim study.Simulation, byHorizon map[int]*control.Policy, out string) {
+	stepsText := fmt.Sprintf("%d steps", sim.Steps)
+	if sim.MaxSteps > 0 {
+		stepsText = fmt.Sprintf("%d..%d steps (drawn uniformly; the agent plans over %s)", sim.MinSteps, sim.MaxSteps, horizonText(spec))
 	}
 	fmt.Fprintf(stderr, "wrote %d subject(s) × %d trials × %s of %s (%s observability, %s planner) to %s\n",
-		*subjects, *trials, stepsText, spec.Name, observe, planner, *out)
-	fmt.Fprintf(stderr, "agent: %s; %s; %s\n", policyNoiseText(*temperature), plannerText(pols), delayText(*delay))
-	return nil
+		sim.Subjects, sim.Trials, stepsText, spec.Name, sim.Sim.Observe, sim.Solver.Planner, out)
+	fmt.Fprintf(stderr, "agent: %s; %s; %s\n", policyNoiseText(sim.Sim.Temperature), plannerText(slices.Collect(maps.Values(byHorizon))), delayText(sim.Sim.Delay))
+}
+
+// checkSimulation returns a usage error for a value of simulate's flags out of its range, and
+// the agent's temperature: --temperature's, or the task's (taskTemperature) when it is -1,
+// its default.
+func checkSimulation(sim study.Simulation, temperature, taskTemperature float64) (float64, error) {
+	switch {
+	case sim.Steps < 1:
+		return 0, usagef("--steps must be >= 1, got %d", sim.Steps)
+	case sim.Trials < 1:
+		return 0, usagef("--trials must be >= 1, got %d", sim.Trials)
+	case sim.Subjects < 1:
+		return 0, usagef("--subjects must be >= 1, got %d", sim.Subjects)
+	case sim.Solver.MaxIter < 0:
+		return 0, usagef("--planner-iterations must be >= 1, got %d", sim.Solver.MaxIter)
+	case sim.Sim.Delay != 0 && sim.Sim.Delay != 1:
+		return 0, usagef("--delay must be 0 or 1 (steps), got %d", sim.Sim.Delay)
+	}
+	switch {
+	case math.IsNaN(temperature) || math.IsInf(temperature, 0):
+		return 0, usagef("--temperature must be a finite number >= 0, got %g", temperature)
+	case temperature == -1:
+		return taskTemperature, nil
+	case temperature < 0:
+		return 0, usagef("--temperature must be >= 0, got %g", temperature)
+	}
+	return temperature, nil
+}
+
+// warnNotConverged warns on stderr of each planning horizon whose iLQG solution did not
+// converge.
+func warnNotConverged(stderr io.Writer, byHorizon map[int]*control.Policy) {
+	for _, h := range slices.Sorted(maps.Keys(byHorizon)) {
+		pol, which := byHorizon[h], ""
+		if len(byHorizon) > 1 {
+			which = fmt.Sprintf(" (horizon %d)", h)
+		}
+		if !pol.Converged[0] {
+			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations%s\n", pol.Iterations, which)
+		}
+	}
 }
 
 // policyNoiseText says whether the simulated agent has policy noise (docs/method.md, "Our
