@@ -19,7 +19,32 @@ type readableTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (readableTicks) Ticks(min, max float64) []plot.Tick {
-	return relabel(plot.DefaultTicks{}.Ticks(min, max), false)
+	return relabel(thinLabels(plot.DefaultTicks{}.Ticks(min, max), maxLabels), false)
+}
+
+// maxLabels is the most labels an axis gets: more run into each other on a corner plot's
+// small panels.
+const maxLabels = 4
+
+// thinLabels keeps the label of every k-th labelled tick, the first included, k the least
+// that leaves at most most labels; the others stay as unlabelled ticks.
+func thinLabels(ts []plot.Tick, most int) []plot.Tick {
+	n := labelled(ts)
+	if n <= most {
+		return ts
+	}
+	k := (n + most - 1) / most
+	i := 0
+	for j := range ts {
+		if ts[j].Label == "" {
+			continue
+		}
+		if i%k != 0 {
+			ts[j].Label = ""
+		}
+		i++
+	}
+	return ts
 }
 
 // integerTicks mark an axis of counts (time steps, draws) at integers only, labelled without
@@ -49,11 +74,11 @@ func (integerTicks) Ticks(min, max float64) []plot.Tick {
 
 // sparseLogTicks mark a log axis: every power of ten in range labelled (at most four of them,
 // so that the labels of an axis spanning many decades do not run into each other) and the
-// multiples 2–9 as minor ticks, of which the 2s and 5s are labelled when fewer than two powers
-// of ten fall in the range. (plot.LogTicks misses the decades below 1 of ranges like [0.25, 2.5].)
-// An axis on which that labels fewer than two ticks, or ticks that span less than a third of
-// the axis (less than a decade: the posterior of a well-determined parameter), gets round
-// numbers in natural units instead.
+// multiples 2–9 as minor ticks. (plot.LogTicks misses the decades below 1 of ranges like
+// [0.25, 2.5].) Where fewer than two powers of ten fall in the range, the 2s and 5s are
+// labelled as well, or the 3s where that makes more than three labels; where that labels fewer
+// than two ticks or ticks that span less than a third of the axis (a range of less than a
+// decade: the posterior of a well-determined parameter), round numbers in natural units are.
 type sparseLogTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -99,18 +124,25 @@ func logTicks(min, max float64, compact bool) []plot.Tick {
 		}
 		return relabel(ts, compact)
 	}
-	for i, t := range ts {
-		m := t.Value / math.Pow(10, math.Floor(math.Log10(t.Value)+1e-9))
-		if math.Abs(m-1) < 1e-6 || math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6 {
-			ts[i].Label = "x"
+	// Fewer than two powers of ten: the 2s and 5s labelled too, or, where that labels more
+	// than three ticks (which run into each other on a corner plot's small panels), the 3s.
+	for _, mults := range [][]float64{{1, 2, 5}, {1, 3}} {
+		for i, t := range ts {
+			ts[i].Label = ""
+			m := t.Value / math.Pow(10, math.Floor(math.Log10(t.Value)+1e-9))
+			for _, k := range mults {
+				if math.Abs(m-k) < 1e-6 {
+					ts[i].Label = "x"
+				}
+			}
 		}
-	}
-	if labelled(ts) >= 2 && logSpan(ts) >= math.Log10(max/min)/3 {
-		return relabel(ts, compact)
+		if n := labelled(ts); n >= 2 && n <= 3 && logSpan(ts) >= math.Log10(max/min)/3 {
+			return relabel(ts, compact)
+		}
 	}
 	// A narrow range: round numbers in natural units, as on a linear axis (on a log axis of
 	// less than a decade they are spaced unevenly, but readably).
-	return relabel(plot.DefaultTicks{}.Ticks(min, max), compact)
+	return relabel(thinLabels(plot.DefaultTicks{}.Ticks(min, max), maxLabels), compact)
 }
 
 // logSpan returns log10 of the ratio of the largest to the smallest labelled tick.

@@ -22,7 +22,8 @@ func labelValue(t *testing.T, label string) float64 {
 }
 
 // checkTicks requires ticks of [min, max] that a reader can read the range from: at least two
-// labelled ticks, all in range, spanning at least a third of it (of its log10 on a log axis),
+// labelled ticks and at most four (which fit a corner plot's small panels without running
+// into each other), all in range, spanning at least a third of it (of its log10 on a log axis),
 // each label a number equal to its tick's value to a millionth of their spacing, no label
 // twice.
 func checkTicks(t *testing.T, ts []plot.Tick, min, max float64, log bool, what string) {
@@ -40,6 +41,7 @@ func checkTicks(t *testing.T, ts []plot.Tick, min, max float64, log bool, what s
 		vals = append(vals, tk.Value)
 	}
 	require.GreaterOrEqual(t, len(vals), 2, "%s [%g, %g]: labelled ticks %v", what, min, max, ts)
+	assert.LessOrEqual(t, len(vals), 4, "%s [%g, %g]: labels %v", what, min, max, vals)
 	spacing := math.Inf(1)
 	for i := 1; i < len(vals); i++ {
 		spacing = math.Min(spacing, math.Abs(vals[i]-vals[i-1]))
@@ -61,6 +63,9 @@ func checkTicks(t *testing.T, ts []plot.Tick, min, max float64, log bool, what s
 // posterior's 1 % to many decades, every ticker labels at least two ticks that span the axis.
 // (The corner plot used to label one tick of a narrow log axis, or none.)
 func TestTickersLabelTheRange(t *testing.T) {
+	// The x axis of effort_cost in the tutorial's corner plot, labelled 2e-4 5e-4 1e-3 2e-3 5e-3
+	// on 1.4 inches, where the labels ran into each other.
+	checkTicks(t, compactLogTicks{}.Ticks(1.5e-4, 7e-3), 1.5e-4, 7e-3, true, "compactLogTicks")
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
 		// A log axis: lo anywhere in 10^[-8, 6], hi a factor 1.001 to 10^8 above it.
