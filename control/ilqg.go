@@ -139,6 +139,16 @@ func (sv *Solver) programs() {
 // feed-forward term until the relative cost decrease falls below Tol. The expected cost never
 // increases between iterations.
 func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
+	return sv.SolveIterations(theta, x0, sv.opts.MaxIter)
+}
+
+// SolveIterations is Solve stopped after at most maxIter iterations (≥ 1) instead of the
+// solver's MaxIter: an agent that has not finished planning (Policy.Converged says whether
+// it had). The compiled graphs are the solver's own.
+func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, error) {
+	if maxIter < 1 {
+		return nil, fmt.Errorf("iLQG needs at least 1 iteration, got %d", maxIter)
+	}
 	sv.programs()
 	spec := sv.sym.Spec
 	P, T := len(theta), sv.steps
@@ -179,7 +189,7 @@ func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
 		alphas[i] = math.Pow(0.5, float64(i))
 	}
 	done := make([]bool, P)
-	for iter := 0; iter < sv.opts.MaxIter && slices.Contains(done, false); iter++ {
+	for iter := 0; iter < maxIter && slices.Contains(done, false); iter++ {
 		pol.Iterations = iter + 1
 		if err := sv.runBackward(thetaT, pol); err != nil {
 			return nil, err

@@ -12,7 +12,8 @@ import (
 )
 
 // UncertaintyBootstrap (Options.Uncertainty): the robust standard errors widened and the
-// intervals re-centred by a bias-corrected parametric bootstrap (Options.Bootstrap).
+// intervals re-centred by a bias-corrected parametric bootstrap over a family of agents
+// (Options.Bootstrap, Options.BootstrapAgents).
 const UncertaintyBootstrap = "bootstrap"
 
 // DefaultBootstrapDraws and DefaultBootstrapRestarts are the bootstrap's data sets per subject
@@ -22,19 +23,40 @@ const (
 	DefaultBootstrapRestarts = 5
 )
 
+// DefaultBootstrapAgentNames are the agents the bootstrap simulates from unless
+// Options.BootstrapAgents says otherwise: the likelihood's own, one without policy noise and
+// two whose planners stopped after 3 and 10 iterations (likelihood.ParseAgentVariant). The
+// delayed agent is left out: it moves the estimates by far more than the other agents' data
+// are off (docs/intervals.md).
+const DefaultBootstrapAgentNames = "ours,ours-nonoise,iter3,iter10"
+
+// DefaultBootstrapAgents returns the agents of DefaultBootstrapAgentNames.
+func DefaultBootstrapAgents() []likelihood.AgentVariant {
+	vs, err := likelihood.ParseAgentVariants(DefaultBootstrapAgentNames)
+	if err != nil {
+		panic(err)
+	}
+	return vs
+}
+
 // Bootstrap is what the bias-corrected parametric bootstrap of one subject found: Draws data
-// sets simulated from the likelihood's own agent at the estimate θ̂ (as the goodness-of-fit
-// check simulates them), each refitted with BootstrapRestarts random restarts. In the fitting
-// scale, Bias = mean of the refits − θ̂ estimates the estimator's bias at θ̂ and SD their
-// spread; the subject's standard error becomes SE = max(SD, the robust SE) and its 95 %
-// interval (θ̂ − Bias) ± 1.96·SE (docs/intervals.md: where the intervals miss, it is mostly
-// because the estimator is biased and scattered more than the curvature says, on data of our
-// agent and of others).
+// sets simulated at the estimate θ̂, split evenly among Agents (the likelihood's own agent and
+// agents that depart from it as subjects plausibly do: likelihood.AgentVariant), each refitted
+// with our likelihood and BootstrapRestarts random restarts. In the fitting scale, Bias = mean
+// of all refits − θ̂ estimates the estimator's bias at θ̂ averaged over the agents, and SD the
+// refits' spread about that mean, which holds both each agent's scatter and how far the
+// agents' own means lie apart; the subject's standard error becomes SE = max(SD, the robust
+// SE) and its 95 % interval (θ̂ − Bias) ± 1.96·SE (docs/intervals.md: where the intervals
+// miss, it is mostly because the estimator is biased and scattered more than the curvature
+// says, on data of our agent and of others). AgentBias holds each agent's own mean − θ̂: how
+// much the estimate would move were the subject that agent.
 type Bootstrap struct {
-	Draws  int                `json:"draws"`       // data sets simulated
-	Refits int                `json:"refits"`      // of them, refitted without error
-	Bias   map[string]float64 `json:"bias_scaled"` // mean of the refits − the estimate
-	SD     map[string]float64 `json:"sd_scaled"`   // standard deviation of the refits
+	Draws     int                           `json:"draws"`       // data sets simulated
+	Refits    int                           `json:"refits"`      // of them, refitted without error
+	Bias      map[string]float64            `json:"bias_scaled"` // mean of the refits − the estimate
+	SD        map[string]float64            `json:"sd_scaled"`   // standard deviation of the refits
+	Agents    []string                      `json:"agents,omitempty"`
+	AgentBias map[string]map[string]float64 `json:"agent_bias_scaled,omitempty"` // agent → parameter → its refits' mean − the estimate
 }
 
 // bootstrap runs the parametric bootstrap of subject s fitted at x (fitted parameters,
@@ -42,38 +64,24 @@ type Bootstrap struct {
 func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Result, batching likelihood.Batching) error {
 	f.bootstraps.Lock() // bounds the memory of the refits' chunks to one subject's
 	defer f.bootstraps.Unlock()
-	K := f.opts.Bootstrap
-	sims, err := f.simulateAt(s, x, K, bootstrapSeed(f.opts.Seed, s.ID))
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	opts := f.opts
-	opts.Restarts = f.opts.BootstrapRestarts
-	if opts.Restarts <= 0 {
-		opts.Restarts = DefaultBootstrapRestarts
-	}
-	opts.Seed = bootstrapSeed(f.opts.Seed+1, s.ID)
-	opts.Bootstrap, opts.CheckDraws, opts.Progress, opts.Checkpoint, opts.Starts = 0, 0, nil, nil, nil
-	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
-	nf, err := New(f.e, opts)
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-	subjects := make([]Subject, len(sims))
-	for k, d := range sims {
-		subjects[k] = Subject{ID: strconv.Itoa(k), Trials: d}
-	}
-	var refits [][]float64
-	err = nf.FitFrom(ctx, subjects, nil, func(r Result) error {
-		if r.Err == "" {
-			row := make([]float64, len(f.infer))
-			for k, i := range f.infer {
-				row[k] = r.Scaled[f.spec.Params[i].Name]
-			}
-			refits = append(refits, row)
+	K, agents := f.opts.Bootstrap, f.opts.BootstrapAgents
+	var subjects []Subject
+	var of []int // the agent of each data set
+	for a, v := range agents {
+		Ka := K / len(agents)
+		if a < K%len(agents) {
+			Ka++
 		}
-		return nil
-	})
+		sims, err := f.simulateAt(s, x, Ka, agentSeed(f.opts.Seed, s.ID, v), v)
+		if err != nil {
+			return fmt.Errorf("bootstrap, agent %s: %w", v, err)
+		}
+		for _, d := range sims {
+			subjects = append(subjects, Subject{ID: strconv.Itoa(len(subjects)), Trials: d})
+			of = append(of, a)
+		}
+	}
+	refits, agentOf, err := f.refit(ctx, subjects, of, s.ID, batching)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -81,6 +89,13 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		return fmt.Errorf("bootstrap: %d of %d refits failed", K-len(refits), K)
 	}
 	bs := &Bootstrap{Draws: K, Refits: len(refits), Bias: map[string]float64{}, SD: map[string]float64{}}
+	if len(agents) > 1 || agents[0] != (likelihood.AgentVariant{}) {
+		bs.AgentBias = map[string]map[string]float64{}
+		for _, v := range agents {
+			bs.Agents = append(bs.Agents, v.String())
+			bs.AgentBias[v.String()] = map[string]float64{}
+		}
+	}
 	if res.StdErr == nil {
 		res.StdErr = map[string]float64{}
 	}
@@ -94,6 +109,21 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		}
 		mean, sd := stat.MeanStdDev(column, nil)
 		bs.Bias[prm.Name], bs.SD[prm.Name] = mean-x[k], sd
+		for a, v := range agents {
+			if bs.AgentBias == nil {
+				break
+			}
+			var sum float64
+			var n int
+			for j, row := range refits {
+				if agentOf[j] == a {
+					sum, n = sum+row[k], n+1
+				}
+			}
+			if n > 0 {
+				bs.AgentBias[v.String()][prm.Name] = sum/float64(n) - x[k]
+			}
+		}
 		se := sd
 		if old, ok := res.StdErr[prm.Name]; ok {
 			se = math.Max(se, old)
@@ -104,10 +134,43 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	return nil
 }
 
-// simulateAt simulates K data sets of the likelihood's agent at x (fitted parameters, fitting
-// scale; the others at their fixed values), each with s's number of trials and their lengths
-// (the trials of one problem, planned once), and returns those without a diverged trial.
-func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64) ([][][][]float64, error) {
+// refit fits the bootstrap's data sets (subjects, made by agents of[j]) of subject id with
+// BootstrapRestarts restarts each, in the fit's chunk sizes, and returns the fitted
+// parameters (fitting scale) of those fitted without error, with their agents.
+func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id string, batching likelihood.Batching) ([][]float64, []int, error) {
+	opts := f.opts
+	opts.Restarts = f.opts.BootstrapRestarts
+	if opts.Restarts <= 0 {
+		opts.Restarts = DefaultBootstrapRestarts
+	}
+	opts.Seed = bootstrapSeed(f.opts.Seed+1, id)
+	opts.Bootstrap, opts.CheckDraws, opts.Progress, opts.Checkpoint, opts.Starts = 0, 0, nil, nil, nil
+	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
+	nf, err := New(f.e, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refits [][]float64
+	var agentOf []int
+	err = nf.FitFrom(ctx, subjects, nil, func(r Result) error {
+		if r.Err == "" {
+			row := make([]float64, len(f.infer))
+			for k, i := range f.infer {
+				row[k] = r.Scaled[f.spec.Params[i].Name]
+			}
+			j, _ := strconv.Atoi(r.Subject)
+			refits, agentOf = append(refits, row), append(agentOf, of[j])
+		}
+		return nil
+	})
+	return refits, agentOf, err
+}
+
+// simulateAt simulates K data sets of agent v (the likelihood's own for the zero value) at x
+// (fitted parameters, fitting scale; the others at their fixed values), each with s's number
+// of trials and their lengths (the trials of one problem, planned once), and returns those
+// without a diverged trial.
+func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64, v likelihood.AgentVariant) ([][][][]float64, error) {
 	full := f.full(x)
 	spec := f.e.Spec()
 	natural := make([]float64, len(full))
@@ -119,7 +182,7 @@ func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64) ([][][][
 	for j := range lengths {
 		lengths[j] = len(s.Trials[j%N]) - 1
 	}
-	sims, err := f.e.SimulateAgentTrials([][]float64{natural}, lengths, seed)
+	sims, err := f.e.SimulateVariantTrials([][]float64{natural}, lengths, seed, v)
 	if err != nil {
 		return nil, err
 	}
@@ -138,3 +201,12 @@ func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64) ([][][][
 
 // bootstrapSeed is the seed of subject id's bootstrap: the fit's seed and the ID.
 func bootstrapSeed(seed uint64, id string) uint64 { return checkSeed(seed, "bootstrap:"+id) }
+
+// agentSeed is the seed of the data sets agent v simulates in subject id's bootstrap; the
+// likelihood's own agent keeps bootstrapSeed, as before there were others.
+func agentSeed(seed uint64, id string, v likelihood.AgentVariant) uint64 {
+	if v == (likelihood.AgentVariant{}) {
+		return bootstrapSeed(seed, id)
+	}
+	return checkSeed(seed, "bootstrap:"+v.String()+":"+id)
+}

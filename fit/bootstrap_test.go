@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBootstrapWhereTheLikelihoodIsExact: on the linear task, whose likelihood is exact and
+// TestBootstrapWhereTheLikelihoodIsExact: with the likelihood's own agent alone, on the
+// linear task, whose likelihood is exact and
 // whose estimator is nearly unbiased, the bootstrap's spread agrees with the robust standard
 // errors (within a factor 1.6 for 20 refits), its bias is within what 20 refits can resolve,
 // and the record's standard errors and intervals are the bootstrap's: max(SD, robust SE) around
@@ -24,7 +25,8 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 	trials := simulateAt(t, "linear", truth, 0, control.SimOptions{Observe: control.ObservePartial, Trials: 100, Seed: 4, Temperature: spec.Temperature})
 	robust := fitAll(t, newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 3, Seed: 1}),
 		[]Subject{{ID: "s", Trials: trials}})["s"]
-	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 3, Seed: 1, Uncertainty: UncertaintyBootstrap})
+	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 3, Seed: 1, Uncertainty: UncertaintyBootstrap,
+		BootstrapAgents: []likelihood.AgentVariant{{}}})
 	res := fitAll(t, f, []Subject{{ID: "s", Trials: trials}})["s"]
 	require.Empty(t, res.Err)
 	require.Empty(t, res.BootstrapErr)
@@ -43,4 +45,51 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 		ci := res.CI95[name]
 		assert.InDeltaSlice(t, []float64{centre - 1.959963984540054*want, centre + 1.959963984540054*want}, ci[:], 1e-12, name)
 	}
+}
+
+// TestBootstrapOverAgents: the bootstrap's draws are split evenly among the agents, each
+// agent's refits' mean is recorded, the pooled bias is their mean weighted by the refits, and
+// an agent that departs from the likelihood's by a sensorimotor delay moves the estimates by
+// many of the likelihood-agent's standard errors, which the pooled spread takes in.
+func TestBootstrapOverAgents(t *testing.T) {
+	m, err := models.Get("linear")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth, _ := spec.ScalableDefaults()
+	trials := simulateAt(t, "linear", truth, 0, control.SimOptions{Observe: control.ObservePartial, Trials: 100, Seed: 4, Temperature: spec.Temperature})
+	fit := func(agents []likelihood.AgentVariant) Result {
+		f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 3, Seed: 1, Uncertainty: UncertaintyBootstrap,
+			Bootstrap: 21, BootstrapAgents: agents})
+		res := fitAll(t, f, []Subject{{ID: "s", Trials: trials}})["s"]
+		require.Empty(t, res.Err)
+		require.Empty(t, res.BootstrapErr)
+		require.NotNil(t, res.Bootstrap)
+		return res
+	}
+	ours := fit([]likelihood.AgentVariant{{}})
+	assert.Nil(t, ours.Bootstrap.AgentBias, "the likelihood's agent alone: no per-agent record")
+	agents := []likelihood.AgentVariant{{}, {NoPolicyNoise: true}, {Delay: 1}}
+	res := fit(agents)
+	bs := res.Bootstrap
+	assert.Equal(t, []string{"ours", "ours-nonoise", "delay1"}, bs.Agents)
+	assert.Equal(t, 21, bs.Draws)
+	assert.GreaterOrEqual(t, bs.Refits, 20)
+	for _, name := range res.Fitted {
+		var sum float64
+		for _, a := range bs.Agents {
+			sum += bs.AgentBias[a][name]
+		}
+		t.Logf("%s: ours-only SD %.4f bias %+.4f; pooled SD %.4f bias %+.4f; by agent %+.4f %+.4f %+.4f", name,
+			ours.Bootstrap.SD[name], ours.Bootstrap.Bias[name], bs.SD[name], bs.Bias[name],
+			bs.AgentBias["ours"][name], bs.AgentBias["ours-nonoise"][name], bs.AgentBias["delay1"][name])
+		if bs.Refits == 21 { // 7 refits an agent: the pooled mean is the agents' means' mean
+			assert.InDelta(t, sum/3, bs.Bias[name], 1e-12, name)
+		}
+		assert.GreaterOrEqual(t, res.StdErr[name], bs.SD[name])
+	}
+	// The delayed agent's data put the observation noise 2.5 of our agent's SDs higher, and
+	// the pooled spread grows with it (0.039 against 0.022).
+	shift := bs.AgentBias["delay1"]["obs_noise"] - bs.AgentBias["ours"]["obs_noise"]
+	assert.Greater(t, shift, 1.5*ours.Bootstrap.SD["obs_noise"])
+	assert.Greater(t, bs.SD["obs_noise"], 1.3*ours.Bootstrap.SD["obs_noise"])
 }

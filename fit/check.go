@@ -49,7 +49,7 @@ func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likeliho
 	f.checks.Lock() // bounds the memory of the checks' chunks, which run beside the fit's
 	defer f.checks.Unlock()
 	K := f.opts.CheckDraws
-	rows, err := f.simulateAt(s, x, K, checkSeed(f.opts.Seed, s.ID))
+	rows, err := f.simulateAt(s, x, K, checkSeed(f.opts.Seed, s.ID), likelihood.AgentVariant{})
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}

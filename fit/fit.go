@@ -71,6 +71,9 @@ type Options struct {
 	// Uncertainty UncertaintyBootstrap (0 means DefaultBootstrapDraws), and BootstrapRestarts
 	// the restarts of each refit (0 means DefaultBootstrapRestarts).
 	Bootstrap, BootstrapRestarts int
+	// BootstrapAgents are the agents the bootstrap simulates from, its data sets split
+	// evenly among them (nil means DefaultBootstrapAgents).
+	BootstrapAgents []likelihood.AgentVariant
 
 	refit     bool // a bootstrap's refits: no standard errors, no early graphs
 	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
@@ -200,8 +203,11 @@ func New(e *likelihood.Evaluator, opts Options) (*Fitter, error) {
 		if opts.Bootstrap == 0 {
 			opts.Bootstrap = DefaultBootstrapDraws
 		}
-		if opts.Bootstrap < 3 {
-			return nil, fmt.Errorf("the bootstrap needs at least 3 data sets, got %d", opts.Bootstrap)
+		if opts.BootstrapAgents == nil {
+			opts.BootstrapAgents = DefaultBootstrapAgents()
+		}
+		if opts.Bootstrap < 3*len(opts.BootstrapAgents) {
+			return nil, fmt.Errorf("the bootstrap needs at least 3 data sets per agent, got %d for %d agents", opts.Bootstrap, len(opts.BootstrapAgents))
 		}
 	default:
 		return nil, fmt.Errorf("unknown uncertainty %q: use %s, %s or %s", opts.Uncertainty, UncertaintyRobust, UncertaintyHessian, UncertaintyBootstrap)

@@ -39,6 +39,16 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 // states became infinite. fit's goodness-of-fit check and bootstrap split one problem's
 // trials into data sets with it (one iLQG solve for all of them).
 func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, error) {
+	return e.SimulateVariantTrials(thetas, lengths, seed, AgentVariant{})
+}
+
+// SimulateVariantTrials is SimulateAgentTrials for an agent that departs from the
+// likelihood's as v says: without policy noise, with its planner stopped early, or sensing
+// with a delay. fit's bootstrap over agents uses it.
+func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, seed uint64, v AgentVariant) ([][][][]float64, error) {
+	if v.Delay != 0 && v.Delay != 1 {
+		return nil, fmt.Errorf("agent %s: a delay of 0 or 1 steps, got %d", v, v.Delay)
+	}
 	m := e.sym.Model
 	spec := m.Spec()
 	np := len(spec.Params)
@@ -73,13 +83,21 @@ func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, seed 
 		if err != nil {
 			return nil, err
 		}
-		pol, err := sv.Solve(model, nil)
+		var pol *control.Policy
+		if v.PlannerIterations > 0 {
+			pol, err = sv.SolveIterations(model, nil, v.PlannerIterations)
+		} else {
+			pol, err = sv.Solve(model, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
-			Temperature: e.opts.Temperature}
-		if e.opts.FitTemperature {
+			Temperature: e.opts.Temperature, Delay: v.Delay}
+		switch {
+		case v.NoPolicyNoise:
+			so.Temperature = 0
+		case e.opts.FitTemperature:
 			so.Temperature = 1
 			scaleNoise(pol, thetas, np)
 		}

@@ -208,6 +208,13 @@ func RunOf(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, versio
 		run.StdErrs = fo.Uncertainty
 	case fit.UncertaintyBootstrap:
 		run.StdErrs = fmt.Sprintf("%s %dx%d", fo.Uncertainty, fo.Bootstrap, fo.BootstrapRestarts)
+		if a := fo.BootstrapAgents; len(a) != 1 || a[0] != (likelihood.AgentVariant{}) {
+			names := make([]string, len(a))
+			for i, v := range a {
+				names[i] = v.String()
+			}
+			run.StdErrs += " " + strings.Join(names, ",")
+		}
 	}
 	return run
 }

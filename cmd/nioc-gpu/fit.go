@@ -58,7 +58,7 @@ func parseNames(s string) []string {
 type fitFlags struct {
 	restarts, maxIter, bootDraws, bootRestarts, checkDraws int
 	seed                                                   uint64
-	start, uncertainty                                     string
+	start, uncertainty, bootAgents                         string
 	every                                                  time.Duration
 }
 
@@ -67,9 +67,10 @@ func (ff *fitFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&ff.seed, "seed", 1, "seed of the restarts' initial points")
 	fs.IntVar(&ff.maxIter, "max-iter", 200, "L-BFGS-B iterations per restart")
 	fs.StringVar(&ff.start, "start", "", "a results `file` of nioc-gpu fit of the same task: each subject's first restart begins at its estimate there (one with another --linearize, say), the other restarts at random points")
-	fs.StringVar(&ff.uncertainty, "uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used), hessian (inverse Hessian: exact only where the likelihood is) or bootstrap (robust, widened and re-centred by a bias-corrected parametric bootstrap: --bootstrap-draws refits per subject; docs/intervals.md)")
+	fs.StringVar(&ff.uncertainty, "uncertainty", fit.UncertaintyRobust, "standard errors and intervals: robust (sandwich of the Hessian and the spread of the trials' scores; needs 10 trials per fitted parameter, else the Hessian is used), hessian (inverse Hessian: exact only where the likelihood is) or bootstrap (robust, widened and re-centred by a bias-corrected parametric bootstrap: --bootstrap-draws data sets simulated at the estimate by the --bootstrap-agents and refitted; docs/intervals.md)")
 	fs.IntVar(&ff.bootDraws, "bootstrap-draws", fit.DefaultBootstrapDraws, "with --uncertainty bootstrap: data sets simulated at each subject's estimate and refitted")
 	fs.IntVar(&ff.bootRestarts, "bootstrap-restarts", fit.DefaultBootstrapRestarts, "with --uncertainty bootstrap: random restarts of each refit")
+	fs.StringVar(&ff.bootAgents, "bootstrap-agents", fit.DefaultBootstrapAgentNames, "with --uncertainty bootstrap: the agents whose data the bootstrap simulates at the estimate, its draws split evenly: ours (the likelihood's), ours-nonoise (no policy noise), iterN (planner stopped after N iterations), delay1 (sensing one step late)")
 	fs.IntVar(&ff.checkDraws, "check-draws", fit.DefaultCheckDraws, "data sets the goodness-of-fit check simulates from the fitted agent per subject (the record's \"check\"; a warning when its p-value is below 0.05: the intervals are then too narrow); 0 turns the check off")
 	fs.DurationVar(&ff.every, "checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 }
@@ -85,6 +86,8 @@ func (ff *fitFlags) check() error {
 		return usagef("--uncertainty must be %s, %s or %s, got %q", fit.UncertaintyRobust, fit.UncertaintyHessian, fit.UncertaintyBootstrap, u)
 	case ff.bootDraws < 3 || ff.bootRestarts < 1:
 		return usagef("--bootstrap-draws must be >= 3 and --bootstrap-restarts >= 1, got %d and %d", ff.bootDraws, ff.bootRestarts)
+	case ff.bootAgents == "":
+		return usagef("--bootstrap-agents must name at least one agent (ours, ours-nonoise, iterN, delay1)")
 	case ff.checkDraws < 0 || ff.checkDraws == 1 || ff.checkDraws == 2:
 		return usagef("--check-draws must be 0 (no check) or at least 3, got %d", ff.checkDraws)
 	case ff.every < 0:
@@ -94,7 +97,7 @@ func (ff *fitFlags) check() error {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian|bootstrap] [--check-draws 20] [--infer name,...] [--fix name=value,...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian|bootstrap] [--bootstrap-agents ours,ours-nonoise,iter3,iter10] [--check-draws 20] [--infer name,...] [--fix name=value,...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -133,7 +136,11 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fitter, err := fit.New(e, fit.Options{Restarts: ff.restarts, Seed: ff.seed, MaxIter: ff.maxIter,
+	agents, err := likelihood.ParseAgentVariants(ff.bootAgents)
+	if err != nil {
+		return usagef("--bootstrap-agents: %v", err)
+	}
+	fitter, err := fit.New(e, fit.Options{Restarts: ff.restarts, Seed: ff.seed, MaxIter: ff.maxIter, BootstrapAgents: agents,
 		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: ff.every,
 		Uncertainty: ff.uncertainty, CheckDraws: ff.checkDraws, Bootstrap: ff.bootDraws, BootstrapRestarts: ff.bootRestarts})
 	if err != nil {

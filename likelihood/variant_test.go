@@ -1,0 +1,109 @@
+package likelihood
+
+import (
+	"math"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseAgentVariant(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want AgentVariant
+		err  string
+	}{
+		{"ours", AgentVariant{}, ""},
+		{"ours-nonoise", AgentVariant{NoPolicyNoise: true}, ""},
+		{"iter3", AgentVariant{PlannerIterations: 3}, ""},
+		{"iter10", AgentVariant{PlannerIterations: 10}, ""},
+		{"delay1", AgentVariant{Delay: 1}, ""},
+		{"iter0", AgentVariant{}, "N >= 1"},
+		{"iterx", AgentVariant{}, "N >= 1"},
+		{"delay2", AgentVariant{}, "unknown agent"},
+		{"ref", AgentVariant{}, "unknown agent"},
+	} {
+		v, err := ParseAgentVariant(c.name)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, v, c.name)
+		assert.Equal(t, c.name, v.String(), "the name round-trips")
+	}
+	vs, err := ParseAgentVariants("ours, iter3,ours-nonoise")
+	require.NoError(t, err)
+	assert.Equal(t, []AgentVariant{{}, {PlannerIterations: 3}, {NoPolicyNoise: true}}, vs)
+	_, err = ParseAgentVariants("ours,iter3,ours")
+	assert.ErrorContains(t, err, "named twice")
+	assert.Equal(t, "ours-nonoise+iter3+delay1", AgentVariant{NoPolicyNoise: true, PlannerIterations: 3, Delay: 1}.String())
+}
+
+// TestSimulateVariantTrials: each agent variant simulated through the evaluator (its
+// temperature a fitted parameter, 0.3 here) is the task's agent built from the control
+// package's parts with that departure: the planner stopped after N iterations, no policy
+// noise, a delay of one step. A planner stopped after one iteration acts differently from
+// the converged one (the variant is not a no-op), and one allowed 100 iterations is ours.
+func TestSimulateVariantTrials(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	e, err := New(m, b, Options{FitTemperature: true})
+	require.NoError(t, err)
+	const tau, trials, seed = 0.3, 3, 11
+	theta := spec.Defaults()
+	lengths := []int{spec.Steps, spec.Steps, spec.Steps}
+	ids := []int{0, 1, 2}
+	direct := func(iters int, so control.SimOptions) [][][]float64 {
+		sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+		require.NoError(t, err)
+		pol, err := sv.SolveIterations([][]float64{theta}, nil, iters)
+		require.NoError(t, err)
+		so.Observe, so.Trials, so.TrialIDs, so.Seed = control.ObservePartial, trials, ids, seed
+		xs, err := control.Simulate(m, pol, [][]float64{theta}, b, so)
+		require.NoError(t, err)
+		return xs[0]
+	}
+	for _, c := range []struct {
+		v    AgentVariant
+		want [][][]float64
+	}{
+		{AgentVariant{}, direct(100, control.SimOptions{Temperature: tau})},
+		{AgentVariant{PlannerIterations: 100}, direct(100, control.SimOptions{Temperature: tau})},
+		{AgentVariant{PlannerIterations: 1}, direct(1, control.SimOptions{Temperature: tau})},
+		{AgentVariant{NoPolicyNoise: true}, direct(100, control.SimOptions{})},
+		{AgentVariant{Delay: 1}, direct(100, control.SimOptions{Temperature: tau, Delay: 1})},
+	} {
+		got, err := e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, c.v)
+		require.NoError(t, err, c.v.String())
+		for r := range trials {
+			for k := range c.want[r] {
+				require.InDeltaSlice(t, c.want[r][k], got[0][r][k], 1e-9, "%s trial %d step %d", c.v, r, k)
+			}
+		}
+	}
+	ours := direct(100, control.SimOptions{Temperature: tau})
+	early := direct(1, control.SimOptions{Temperature: tau})
+	assert.Greater(t, maxAbsDiff(ours, early), 1e-3, "one iteration of iLQG plans another control than the converged one")
+	_, err = e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, AgentVariant{Delay: 2})
+	assert.ErrorContains(t, err, "delay of 0 or 1")
+}
+
+func maxAbsDiff(a, b [][][]float64) float64 {
+	var d float64
+	for r := range a {
+		for k := range a[r] {
+			for i := range a[r][k] {
+				d = max(d, math.Abs(a[r][k][i]-b[r][k][i]))
+			}
+		}
+	}
+	return d
+}
