@@ -102,6 +102,15 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	res.CI95 = map[string][2]float64{}
 	res.CI95Natural = map[string][2]float64{}
 	column := make([]float64, len(refits))
+	weights := make([][]float64, len(bs.Agents)) // weights[a][j]: 1 where refit j is agent a's
+	for a := range weights {
+		weights[a] = make([]float64, len(refits))
+		for j, of := range agentOf {
+			if of == a {
+				weights[a][j] = 1
+			}
+		}
+	}
 	for k, i := range f.infer {
 		prm := f.spec.Params[i]
 		for j, row := range refits {
@@ -109,19 +118,9 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		}
 		mean, sd := stat.MeanStdDev(column, nil)
 		bs.Bias[prm.Name], bs.SD[prm.Name] = mean-x[k], sd
-		for a, v := range agents {
-			if bs.AgentBias == nil {
-				break
-			}
-			var sum float64
-			var n int
-			for j, row := range refits {
-				if agentOf[j] == a {
-					sum, n = sum+row[k], n+1
-				}
-			}
-			if n > 0 {
-				bs.AgentBias[v.String()][prm.Name] = sum/float64(n) - x[k]
+		for a, v := range bs.Agents {
+			if slices.Contains(agentOf, a) {
+				bs.AgentBias[v][prm.Name] = stat.Mean(column, weights[a]) - x[k]
 			}
 		}
 		se := sd
