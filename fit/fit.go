@@ -74,6 +74,11 @@ type Options struct {
 	// BootstrapAgents are the agents the bootstrap simulates from, its data sets split
 	// evenly among them (nil means DefaultBootstrapAgents).
 	BootstrapAgents []likelihood.AgentVariant
+	// Priors gives subjects, by ID, a normal prior on their fitted parameters in fitting
+	// scale: the fit then maximizes the log-likelihood plus the log prior density (a MAP
+	// estimate), as a population fit's E-step does. Subjects it does not name are fitted by
+	// maximum likelihood. Result.LogLik stays the data's log-likelihood at the estimate.
+	Priors map[string]Prior
 
 	refit     bool // a bootstrap's refits: no standard errors, no early graphs
 	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
@@ -127,10 +132,16 @@ type Result struct {
 	// Hessian of the negative log-likelihood and ScoreCov, the estimated covariance of the
 	// total score (nil unless Uncertainty is robust), in fitting scale over Fitted at the
 	// optimum. Not written to results files.
-	Hessian        [][]float64 `json:"-"`
-	ScoreCov       [][]float64 `json:"-"`
-	AtBound        []string    // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
-	AIC, BIC       float64
+	Hessian  [][]float64 `json:"-"`
+	ScoreCov [][]float64 `json:"-"`
+	AtBound  []string    // fitted parameters within 1e-6 of a bound (the Laplace approximation is then doubtful)
+	AIC, BIC float64
+	// LogEvidence is the Laplace approximation of the log marginal likelihood (model
+	// evidence) of the subject's data, with a uniform prior over the fitted parameters' box in
+	// fitting scale (or the subject's Options.Priors): log p(D|θ̂) + log p(θ̂) + p/2·log 2π −
+	// ½·log det H, H the Hessian of the negative log posterior at θ̂ (MacKay 2003, ch. 28).
+	// nil where H is not positive definite.
+	LogEvidence    *float64
 	RestartsAtBest int
 	Restarts       int
 	Evaluations    int
@@ -469,6 +480,11 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		results = make([]LBFGSBResult, f.opts.Restarts)
 		wg      sync.WaitGroup
 	)
+	prior, hasPrior := f.opts.Priors[s.ID]
+	if hasPrior && (len(prior.Mean) != len(f.infer) || len(prior.Var) != len(f.infer)) {
+		res.Err = fmt.Sprintf("prior of %d means and %d variances for %d fitted parameters", len(prior.Mean), len(prior.Var), len(f.infer))
+		return res
+	}
 	objective := func(x []float64) (float64, []float64, error) {
 		ll, grad, err := b.call(ctx, si, f.full(x))
 		if err != nil {
@@ -481,7 +497,22 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		for k, i := range f.infer {
 			g[k] = -grad[i] / nObs
 		}
+		if hasPrior {
+			pen, pg := prior.penalty(x)
+			for k := range g {
+				g[k] += pg[k] / nObs
+			}
+			return (pen - ll) / nObs, g, nil
+		}
 		return -ll / nObs, g, nil
+	}
+	// logLik returns the data's log-likelihood at x from the objective's value there.
+	logLik := func(F float64, x []float64) float64 {
+		if hasPrior {
+			pen, _ := prior.penalty(x)
+			return pen - F*nObs
+		}
+		return -F * nObs
 	}
 	settings := f.opts.Settings
 	settings.MaxIter = f.opts.MaxIter
@@ -553,15 +584,15 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	for r, rr := range results {
 		res.EndLogLik[r] = math.Inf(-1)
 		if rr.Err == nil && !math.IsInf(rr.F, 0) && !math.IsNaN(rr.F) {
-			res.Ends[r], res.EndLogLik[r] = rr.X, -rr.F*nObs
+			res.Ends[r], res.EndLogLik[r] = rr.X, logLik(rr.F, rr.X)
 		}
 	}
-	res.LogLik = -bestRes.F * nObs
+	res.LogLik = logLik(bestRes.F, bestRes.X)
 	res.Converged = bestRes.Converged
 	res.Status = bestRes.Status
 	tol := f.opts.BestTol + 1e-7*math.Abs(res.LogLik)
 	for _, rr := range results {
-		if rr.Err == nil && !math.IsInf(rr.F, 0) && -rr.F*nObs >= res.LogLik-tol {
+		if rr.Err == nil && !math.IsInf(rr.F, 0) && (bestRes.F-rr.F)*nObs >= -tol {
 			res.RestartsAtBest++
 		}
 	}
@@ -591,6 +622,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	if err := f.laplace(ctx, b, si, s, bestRes.X, &res); err != nil {
 		res.Err = err.Error()
 	}
+	res.LogEvidence = f.logEvidence(s.ID, bestRes.X, res.LogLik, res.Hessian)
 	f.diagnose(s, bestRes.X, &res)
 	if f.opts.Uncertainty == UncertaintyBootstrap && res.Err == "" && ctx.Err() == nil {
 		b.exit() // the refits run on their own: the batcher must not wait for this subject

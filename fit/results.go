@@ -63,34 +63,37 @@ type Record struct {
 	Subject string `json:"subject"`
 	// DataDigest identifies the subject's data the fit saw (data.Digest of its trials);
 	// absent in records of earlier versions.
-	DataDigest     string                `json:"data_digest,omitempty"`
-	Run                                  // its fields are the record's own in JSON
-	Params         map[string]float64    `json:"params,omitempty"`
-	Fixed          map[string]float64    `json:"fixed,omitempty"`
-	Fitted         []string              `json:"fitted,omitempty"`
-	Scale          map[string]string     `json:"scale,omitempty"`
-	LogLik         *float64              `json:"loglik,omitempty"`
-	StdErr         map[string]float64    `json:"stderr_scaled,omitempty"`
-	CI95           map[string][2]float64 `json:"ci95_scaled,omitempty"`
-	CI95Natural    map[string][2]float64 `json:"ci95_natural,omitempty"`
-	HessianPD      bool                  `json:"hessian_pd"`
-	Uncertainty    string                `json:"uncertainty,omitempty"` // what StdErr is: "robust" or "hessian" (Result.Uncertainty)
-	StdErrHessian  map[string]float64    `json:"stderr_hessian_scaled,omitempty"`
-	AtBound        []string              `json:"at_bound,omitempty"`
-	AIC            *float64              `json:"aic,omitempty"`
-	BIC            *float64              `json:"bic,omitempty"`
-	RestartsAtBest int                   `json:"restarts_at_best"`
-	Restarts       int                   `json:"restarts"`
-	Evaluations    int                   `json:"evaluations"`
-	Converged      bool                  `json:"converged"`
-	Status         string                `json:"status,omitempty"`
-	Trials         int                   `json:"trials"`
-	Seconds        float64               `json:"seconds"`
-	Error          string                `json:"error,omitempty"`
-	Check          *Check                `json:"check,omitempty"`           // goodness of fit (Result.Check)
-	CheckError     string                `json:"check_error,omitempty"`     // why a check asked for did not run
-	Bootstrap      *Bootstrap            `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
-	BootstrapError string                `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
+	DataDigest    string                `json:"data_digest,omitempty"`
+	Run                                 // its fields are the record's own in JSON
+	Params        map[string]float64    `json:"params,omitempty"`
+	Fixed         map[string]float64    `json:"fixed,omitempty"`
+	Fitted        []string              `json:"fitted,omitempty"`
+	Scale         map[string]string     `json:"scale,omitempty"`
+	LogLik        *float64              `json:"loglik,omitempty"`
+	StdErr        map[string]float64    `json:"stderr_scaled,omitempty"`
+	CI95          map[string][2]float64 `json:"ci95_scaled,omitempty"`
+	CI95Natural   map[string][2]float64 `json:"ci95_natural,omitempty"`
+	HessianPD     bool                  `json:"hessian_pd"`
+	Uncertainty   string                `json:"uncertainty,omitempty"` // what StdErr is: "robust" or "hessian" (Result.Uncertainty)
+	StdErrHessian map[string]float64    `json:"stderr_hessian_scaled,omitempty"`
+	AtBound       []string              `json:"at_bound,omitempty"`
+	AIC           *float64              `json:"aic,omitempty"`
+	BIC           *float64              `json:"bic,omitempty"`
+	// LogEvidence is the Laplace approximation of the log model evidence (Result.LogEvidence),
+	// absent where the Hessian is not positive definite and in records of earlier versions.
+	LogEvidence    *float64   `json:"log_evidence,omitempty"`
+	RestartsAtBest int        `json:"restarts_at_best"`
+	Restarts       int        `json:"restarts"`
+	Evaluations    int        `json:"evaluations"`
+	Converged      bool       `json:"converged"`
+	Status         string     `json:"status,omitempty"`
+	Trials         int        `json:"trials"`
+	Seconds        float64    `json:"seconds"`
+	Error          string     `json:"error,omitempty"`
+	Check          *Check     `json:"check,omitempty"`           // goodness of fit (Result.Check)
+	CheckError     string     `json:"check_error,omitempty"`     // why a check asked for did not run
+	Bootstrap      *Bootstrap `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
+	BootstrapError string     `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
 	// Identified says whether the data determine the estimate (Result.Identified), and
 	// Warnings why not, in words a user acts on; Identified is absent in records of earlier
 	// versions.
@@ -107,7 +110,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
 		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr,
-		DataDigest: r.DataDigest, Warnings: r.Warnings}
+		DataDigest: r.DataDigest, Warnings: r.Warnings, LogEvidence: r.LogEvidence}
 	if r.Err == "" {
 		rec.Identified = &r.Identified
 	}
@@ -358,7 +361,7 @@ func (w *Writer) Close() error { return w.f.Close() }
 func WriteCSV(path string, recs []Record, params []string) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	header := []string{"subject", "task", "method", "observe", "loglik", "aic", "bic", "restarts_at_best", "restarts",
+	header := []string{"subject", "task", "method", "observe", "loglik", "aic", "bic", "log_evidence", "restarts_at_best", "restarts",
 		"evaluations", "converged", "hessian_pd", "uncertainty", "seconds", "trials", "error"}
 	for _, p := range params {
 		header = append(header, p, p+"_fixed", p+"_scale", p+"_stderr_scaled", p+"_ci95_scaled_lo", p+"_ci95_scaled_hi",
@@ -372,7 +375,7 @@ func WriteCSV(path string, recs []Record, params []string) error {
 		return strconv.FormatFloat(*v, 'g', -1, 64)
 	}
 	for _, r := range recs {
-		row := []string{r.Subject, r.Task, r.Method, r.Observe, num(r.LogLik), num(r.AIC), num(r.BIC),
+		row := []string{r.Subject, r.Task, r.Method, r.Observe, num(r.LogLik), num(r.AIC), num(r.BIC), num(r.LogEvidence),
 			strconv.Itoa(r.RestartsAtBest), strconv.Itoa(r.Restarts), strconv.Itoa(r.Evaluations),
 			strconv.FormatBool(r.Converged), strconv.FormatBool(r.HessianPD), r.Uncertainty,
 			strconv.FormatFloat(r.Seconds, 'g', -1, 64), strconv.Itoa(r.Trials), r.Error}
