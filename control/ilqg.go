@@ -62,6 +62,34 @@ func (p *Policy) Repeat(n int) *Policy {
 	return &q
 }
 
+// Problem returns the solution of problem i alone (Problems 1): its control law and costs as
+// Solve would return them for that problem alone, Iterations and the length of CostTrace the
+// batch's; the policy itself when it has a single problem.
+func (p *Policy) Problem(i int) *Policy {
+	if i < 0 || i >= p.Problems {
+		panic(fmt.Sprintf("control: problem %d of a solution of %d problems", i, p.Problems))
+	}
+	if p.Problems == 1 {
+		return p
+	}
+	pick := func(a []float64) []float64 {
+		out := make([]float64, len(a)/p.Problems)
+		for r := range out {
+			out[r] = a[r*p.Problems+i]
+		}
+		return out
+	}
+	q := *p
+	q.Problems = 1
+	q.Xbar, q.Ubar, q.Gain, q.Offset, q.Hessian, q.Cost = pick(p.Xbar), pick(p.Ubar), pick(p.Gain), pick(p.Offset), pick(p.Hessian), pick(p.Cost)
+	q.CostTrace = make([][]float64, len(p.CostTrace))
+	for j, c := range p.CostTrace {
+		q.CostTrace[j] = pick(c)
+	}
+	q.Converged = []bool{p.Converged[i]}
+	return &q
+}
+
 // SolverOptions configure SolveILQG.
 type SolverOptions struct {
 	Planner    models.Planner // models.PlannerFull (default) or models.PlannerPartial

@@ -29,69 +29,110 @@ func DrawLengths(lo, hi, n int, seed uint64) []int {
 // length; with HorizonTask over the task's Steps, the trial being the first steps of it (no
 // length may then exceed Steps). It returns the states [s][r][t][n] and the policies
 // solved, by horizon. Like Simulate, it returns the trajectories with a *DivergedError if
-// some diverged.
+// some diverged, its Problems the subjects (indices into lengths) with a diverging trial.
 func SimulateLengths(m models.Model, theta []float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
-	spec := m.Spec()
+	return simulateSubjects(m, [][]float64{theta}, lengths, seeds, b, sopts, opts)
+}
+
+// SimulateSubjects is SimulateLengths with parameters of each subject's own: subject s's
+// agent has the parameters thetas[s] (natural units). The agents planning over a horizon are
+// solved together, one batch of problems; the policy of a horizon has a problem per subject
+// with a trial of that horizon, in the subjects' order. A subject's trajectories are those
+// SimulateLengths gives it with its parameters alone.
+func SimulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
+	if len(thetas) != len(lengths) {
+		return nil, nil, fmt.Errorf("%d parameter vectors for %d subjects", len(thetas), len(lengths))
+	}
+	return simulateSubjects(m, thetas, lengths, seeds, b, sopts, opts)
+}
+
+// simulateSubjects is SimulateSubjects, where a single parameter vector of thetas is every
+// subject's (SimulateLengths: one problem solved per horizon).
+func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
 	if len(seeds) != len(lengths) {
 		return nil, nil, fmt.Errorf("%d seeds for %d subjects", len(seeds), len(lengths))
 	}
-	task := spec.PlanningHorizon() == models.HorizonTask
-	horizons := map[int][][2]int{} // horizon → the (subject, trial) that plan over it
-	for s, ls := range lengths {
-		for r, T := range ls {
-			switch {
-			case T < 1:
-				return nil, nil, fmt.Errorf("subject %d trial %d: a trial needs at least 1 step, got %d", s, r, T)
-			case task && T > spec.Steps:
-				return nil, nil, fmt.Errorf("subject %d trial %d: %d steps, more than the %d steps the agent of task %s plans over", s, r, T, spec.Steps, spec.Name)
-			}
-			h := T
-			if task {
-				h = spec.Steps
-			}
-			horizons[h] = append(horizons[h], [2]int{s, r})
-		}
+	horizons, err := byHorizon(m.Spec(), lengths)
+	if err != nil {
+		return nil, nil, err
 	}
 	out := make([][][][]float64, len(lengths))
 	for s, ls := range lengths {
 		out[s] = make([][][]float64, len(ls))
 	}
 	pols := map[int]*Policy{}
-	var diverged *DivergedError
+	diverged := map[int]string{} // subject → where its first diverging trial diverged
 	for _, h := range slices.Sorted(maps.Keys(horizons)) {
+		trials := horizons[h] // subject → its trials planned over h
+		subjects := slices.Sorted(maps.Keys(trials))
+		problems := thetas // one for every subject
+		if len(thetas) > 1 {
+			problems = make([][]float64, len(subjects))
+			for i, s := range subjects {
+				problems[i] = thetas[s]
+			}
+		}
 		sv, err := NewSolver(m, h, b, sopts)
 		if err != nil {
 			return nil, nil, err
 		}
-		pol, err := sv.Solve([][]float64{theta}, nil)
-		if err != nil {
+		if pols[h], err = sv.Solve(problems, nil); err != nil {
 			return nil, nil, err
 		}
-		pols[h] = pol
-		bySubject := map[int][]int{}
-		for _, sr := range horizons[h] {
-			bySubject[sr[0]] = append(bySubject[sr[0]], sr[1])
-		}
-		for _, s := range slices.Sorted(maps.Keys(bySubject)) {
-			ids := bySubject[s]
+		for i, s := range subjects {
+			k := min(i, len(problems)-1)
 			o := opts
-			o.Seed, o.Trials, o.TrialIDs = seeds[s], len(ids), ids
-			xs, err := Simulate(m, pol, [][]float64{theta}, b, o)
+			o.Seed, o.Trials, o.TrialIDs = seeds[s], len(trials[s]), trials[s]
+			xs, err := Simulate(m, pols[h].Problem(k), problems[k:k+1], b, o)
 			var div *DivergedError
 			if errors.As(err, &div) {
-				if diverged == nil {
-					diverged = div
+				if _, ok := diverged[s]; !ok {
+					diverged[s] = div.First
 				}
 			} else if err != nil {
 				return nil, nil, err
 			}
-			for i, r := range ids {
-				out[s][r] = xs[0][i][:lengths[s][r]+1]
+			for j, r := range trials[s] {
+				out[s][r] = xs[0][j][:lengths[s][r]+1]
 			}
 		}
 	}
-	if diverged != nil {
-		return out, pols, diverged
+	return out, pols, subjectsDiverged(diverged)
+}
+
+// byHorizon returns the trials of lengths (steps, [subject][trial]) by the horizon the agent
+// of the task of spec plans them over, and by subject: horizon → subject → trials, ascending.
+// A trial of less than 1 step, or of a task horizon longer than the task's Steps, is an error.
+func byHorizon(spec models.Spec, lengths [][]int) (map[int]map[int][]int, error) {
+	task := spec.PlanningHorizon() == models.HorizonTask
+	horizons := map[int]map[int][]int{}
+	for s, ls := range lengths {
+		for r, T := range ls {
+			switch {
+			case T < 1:
+				return nil, fmt.Errorf("subject %d trial %d: a trial needs at least 1 step, got %d", s, r, T)
+			case task && T > spec.Steps:
+				return nil, fmt.Errorf("subject %d trial %d: %d steps, more than the %d steps the agent of task %s plans over", s, r, T, spec.Steps, spec.Name)
+			}
+			h := T
+			if task {
+				h = spec.Steps
+			}
+			if horizons[h] == nil {
+				horizons[h] = map[int][]int{}
+			}
+			horizons[h][s] = append(horizons[h][s], r)
+		}
 	}
-	return out, pols, nil
+	return horizons, nil
+}
+
+// subjectsDiverged returns a *DivergedError naming the subjects of diverged (subject → where
+// its trial diverged), nil if there are none.
+func subjectsDiverged(diverged map[int]string) error {
+	if len(diverged) == 0 {
+		return nil
+	}
+	subjects := slices.Sorted(maps.Keys(diverged))
+	return &DivergedError{Problems: subjects, First: fmt.Sprintf("subject %d: %s", subjects[0], diverged[subjects[0]])}
 }

@@ -72,3 +72,42 @@ func TestSimulateLengths(t *testing.T) {
 	_, _, err = SimulateLengths(models.LinearGaussian{}, models.LinearGaussian{}.Spec().Defaults(), [][]int{{0}}, []uint64{1}, b, SolverOptions{}, SimOptions{})
 	assert.ErrorContains(t, err, "at least 1 step")
 }
+
+// TestSimulateSubjects: each subject's trajectories and plan are those SimulateLengths gives it
+// with its own parameters alone, though the subjects' agents are solved as one batch.
+func TestSimulateSubjects(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m := models.LinearGaussian{}
+	spec := m.Spec()
+	thetas := [][]float64{spec.Defaults(), {1, 0.2, 0.05}, {0.01, 0.01, 1}}
+	lengths := [][]int{{5, 9}, {9, 9, 4}, {5}}
+	seeds := []uint64{4, 8, 15}
+	opts := SimOptions{Temperature: spec.Temperature}
+	xs, pols, err := SimulateSubjects(m, thetas, lengths, seeds, b, SolverOptions{}, opts)
+	require.NoError(t, err)
+	assert.Equal(t, 2, pols[9].Problems, "horizon 9: subjects 0 and 1")
+	assert.Equal(t, 1, pols[4].Problems, "horizon 4: subject 1")
+	for s := range thetas {
+		want, wantPols, err := SimulateLengths(m, thetas[s], lengths[s:s+1], seeds[s:s+1], b, SolverOptions{}, opts)
+		require.NoError(t, err)
+		assert.InDeltaSlice(t, flat(want[0]), flat(xs[s]), 1e-12, "subject %d", s)
+		if s == 1 {
+			assert.InDeltaSlice(t, wantPols[9].Gain, pols[9].Problem(1).Gain, 1e-12, "the batch's problem 1 is subject 1's plan")
+			assert.Equal(t, wantPols[9].Converged, pols[9].Problem(1).Converged)
+		}
+	}
+	_, _, err = SimulateSubjects(m, thetas[:2], lengths, seeds, b, SolverOptions{}, opts)
+	assert.ErrorContains(t, err, "2 parameter vectors for 3 subjects")
+}
+
+// flat returns the values of trajectories [trial][t][state] in one slice.
+func flat(trials [][][]float64) []float64 {
+	var out []float64
+	for _, tr := range trials {
+		for _, x := range tr {
+			out = append(out, x...)
+		}
+	}
+	return out
+}
