@@ -204,9 +204,11 @@ func WriteTruth(path string, spec models.Spec, thetas [][]float64) error {
 	return writeCSV(path, rows)
 }
 
-// ReadTruth reads a truth.csv that WriteTruth wrote for the task of spec. It returns the true
-// parameters by set (natural units, spec's order) and the sets in file order. A header that
-// is not the task's parameters and a value that is not a number are errors naming the file.
+// ReadTruth reads a truth.csv that WriteTruth wrote for the task of spec, or the truth file of
+// a population's subjects (Draws.WriteTruth: a first column "subject" and a column "group"
+// before the parameters). It returns the true parameters by set or subject (natural units,
+// spec's order) and the sets in file order. A header that is not the task's parameters and a
+// value that is not a number are errors naming the file.
 func ReadTruth(path string, spec models.Spec) (map[string][]float64, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -217,17 +219,21 @@ func ReadTruth(path string, spec models.Spec) (map[string][]float64, []string, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(rows) < 1 || !slices.Equal(rows[0][1:], spec.ParamNames()) {
+	skip := 1 // the set's or subject's ID; a population's subjects' group
+	if len(rows) > 0 && len(rows[0]) > 1 && rows[0][0] == SubjectHeader && rows[0][1] == GroupHeader {
+		skip = 2
+	}
+	if len(rows) < 1 || !slices.Equal(rows[0][skip:], spec.ParamNames()) {
 		return nil, nil, fmt.Errorf("%s: header does not match task %s", path, spec.Name)
 	}
 	out := map[string][]float64{}
 	var order []string
 	for i, r := range rows[1:] {
 		var th []float64
-		for j, c := range r[1:] {
+		for j, c := range r[skip:] {
 			v, err := strconv.ParseFloat(c, 64)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s line %d, column %q: %v", path, i+2, rows[0][j+1], err)
+				return nil, nil, fmt.Errorf("%s line %d, column %q: %v", path, i+2, rows[0][j+skip], err)
 			}
 			th = append(th, v)
 		}
