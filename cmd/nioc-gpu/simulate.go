@@ -18,20 +18,22 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--force] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
 	trials := fs.Int("trials", 50, "trials per subject")
-	subjects := fs.Int("subjects", 1, "subjects, each with the same parameters and its own noise")
+	subjects := fs.Int("subjects", 1, "subjects, each with the same parameters (or, with --population, its own) and its own noise")
 	steps := fs.Int("steps", 0, "time steps T >= 1 (the trajectories have T+1 states); default: the task's")
 	varyLength := fs.String("vary-length", "", "trials of their own length: each trial's steps drawn uniformly from lo..hi (lo:hi, 1 <= lo <= hi), from the seed")
 	seed := fs.Uint64("seed", 1, "random seed")
 	temperature := fs.Float64("temperature", -1, "maximum-causal-entropy policy noise of the agent (covariance temperature·H⁻¹); default: the task's (paper Table 1), as the likelihood assumes; 0 for none")
 	iterations := fs.Int("planner-iterations", 0, "stop the agent's iLQG planner after N iterations (an agent that has not finished planning); default: until it converges (at most 100)")
 	delay := fs.Int("delay", 0, "sensorimotor delay of the agent in steps, 0 or 1: with 1 it senses x_{t-1} at step t (the likelihood does not model this)")
+	var pf populationFlags
+	pf.register(fs)
 	out := fs.String("out", "", "output CSV file")
-	force := fs.Bool("force", false, "replace --out if it exists")
+	force := fs.Bool("force", false, "replace --out (and the files written beside it) if it exists")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,7 +52,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if sim.Theta, err = paramValues(spec, *params, "params"); err != nil {
 		return err
 	}
-	warnParamsOutsideBox(stderr, spec, *params, "params", sim.Theta)
+	pop, draws, err := pf.draw(fs, spec, &sim, *params, stderr)
+	if err != nil {
+		return err
+	}
 	if sim.Sim.Observe, err = tf.observeMode(); err != nil {
 		return err
 	}
@@ -67,12 +72,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if sim.Sim.Temperature, err = checkSimulation(sim, *temperature, spec.Temperature); err != nil {
 		return err
 	}
-	if !*force {
-		if err := refuseExisting(forceHint, *out); err != nil {
-			return err
-		}
-	}
-	if err := checkWritable(*out); err != nil {
+	outs, err := simulateOutputs(*out, *force, &pf, pop != nil)
+	if err != nil {
 		return err
 	}
 	b, err := tf.backendOrErr()
@@ -86,11 +87,54 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if sim.Solver.MaxIter == 0 {
 		warnNotConverged(stderr, byHorizon)
 	}
-	if err := data.Write(*out, set); err != nil {
+	if err := writeSimulation(outs, set, spec, draws); err != nil {
 		return err
 	}
 	reportSimulation(stderr, spec, sim, byHorizon, *out)
+	if pop != nil {
+		reportPopulation(stderr, spec, pop, draws, outs[1], outs[2])
+	}
 	return nil
+}
+
+// simulateOutputs returns the files simulate writes: the data file out and, for a population,
+// its truth file and subjects table (populationFlags.paths). Without force it refuses
+// existing ones; it refuses files it cannot write.
+func simulateOutputs(out string, force bool, pf *populationFlags, population bool) ([]string, error) {
+	outs := []string{out}
+	if population {
+		truth, subjects, err := pf.paths(out)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, truth, subjects)
+	}
+	if !force {
+		if err := refuseExisting(forceHint, outs...); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range outs {
+		if err := checkWritable(o); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
+}
+
+// writeSimulation writes the data set to outs[0] and, for a population's subjects draws of the
+// task of spec, their truths to outs[1] and subjects table to outs[2].
+func writeSimulation(outs []string, set *data.Set, spec models.Spec, draws *study.Draws) error {
+	if err := data.Write(outs[0], set); err != nil {
+		return err
+	}
+	if draws == nil {
+		return nil
+	}
+	if err := draws.WriteTruth(outs[1], spec); err != nil {
+		return err
+	}
+	return draws.WriteSubjects(outs[2])
 }
 
 // reportSimulation says on stderr what simulate wrote to out: the simulation sim of the task
@@ -133,17 +177,31 @@ func checkSimulation(sim study.Simulation, temperature, taskTemperature float64)
 }
 
 // warnNotConverged warns on stderr of each planning horizon whose iLQG solution did not
-// converge.
+// converge (with parameters of each subject's own, for how many subjects).
 func warnNotConverged(stderr io.Writer, byHorizon map[int]*control.Policy) {
 	for _, h := range slices.Sorted(maps.Keys(byHorizon)) {
 		pol, which := byHorizon[h], ""
 		if len(byHorizon) > 1 {
 			which = fmt.Sprintf(" (horizon %d)", h)
 		}
-		if !pol.Converged[0] {
+		switch n := notConverged(pol); {
+		case n > 0 && pol.Problems == 1:
 			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations%s\n", pol.Iterations, which)
+		case n > 0:
+			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations for %d of %d subjects' agents%s\n", pol.Iterations, n, pol.Problems, which)
 		}
 	}
+}
+
+// notConverged returns how many of pol's problems did not converge.
+func notConverged(pol *control.Policy) int {
+	n := 0
+	for _, c := range pol.Converged {
+		if !c {
+			n++
+		}
+	}
+	return n
 }
 
 // policyNoiseText says whether the simulated agent has policy noise (docs/method.md, "Our
@@ -160,7 +218,7 @@ func plannerText(pols []*control.Policy) string {
 	most, failed := 0, 0
 	for _, pol := range pols {
 		most = max(most, pol.Iterations)
-		if !pol.Converged[0] {
+		if notConverged(pol) > 0 {
 			failed++
 		}
 	}
