@@ -48,20 +48,23 @@ type Group struct {
 // item without "GROUP:" shifts the previous item's group). An unknown parameter, group or
 // malformed item, a parameter or group given twice, an sd ≤ 0, a count < 1, a shift of a
 // parameter that is not drawn and a group's mean outside the parameter's search box are
-// errors.
+// errors, starting "population: ", "groups: " or "group-effect: ", the part that is wrong.
 func NewPopulation(spec models.Spec, population, groups, effects string, subjects int) (*Population, error) {
 	params, err := parsePopulationParams(spec, population)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("population: %w", err)
 	}
 	p := &Population{Params: params}
 	if p.Groups, err = parseGroups(groups, subjects); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("groups: %w", err)
 	}
 	if err := p.parseEffects(effects); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("group-effect: %w", err)
 	}
-	return p, p.checkBox(spec)
+	if err := p.checkBox(spec); err != nil {
+		return nil, fmt.Errorf("population: %w", err)
+	}
+	return p, nil
 }
 
 // parsePopulationParams parses "name=mean:sd,..." for the task of spec, in the task's order.
