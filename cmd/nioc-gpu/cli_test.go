@@ -142,7 +142,7 @@ func cliNoFile(t *testing.T, path string) {
 
 var cliAllTasks = []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"}
 
-var cliAllCommands = []string{"tasks", "simulate", "loglik", "grid", "fit", "merge", "compare", "sample"}
+var cliAllCommands = []string{"tasks", "simulate", "loglik", "grid", "fit", "merge", "compare", "compare-models", "sample"}
 
 func TestCLITasks(t *testing.T) {
 	t.Run("text", func(t *testing.T) {

@@ -165,8 +165,12 @@ func printUsage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `nioc-gpu <command> -h` for a command's flags, `nioc-gpu --version` for the version.")
 	fmt.Fprintln(w, "Backend: --backend go (pure Go, default) or xla; or set NIOC_BACKEND (and NIOC_PJRT=cpu|cuda|/path/plugin.so).")
