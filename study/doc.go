@@ -3,7 +3,9 @@
 //
 //   - ResultsFile fits the subjects of a data set into a resumable results file of package
 //     fit (JSON Lines, with its CSV table and checkpoints);
-//   - Simulate simulates subjects of a task's agent into a data set;
+//   - Simulate simulates subjects of a task's agent into a data set; NewPopulation and Draw
+//     draw each subject's parameters from a population (groups, group effects) and write the
+//     truths and the subjects table beside the data;
 //   - Axis, Points, LogLiks and WriteGrid evaluate and draw the log-likelihood on a 2-D
 //     parameter grid; LogLik evaluates it, with its gradient, for every subject of a data set;
 //   - Compare and Latest set the estimates of results files beside the truth;
