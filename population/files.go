@@ -269,3 +269,47 @@ func writeCSV(path string, rows [][]string) error {
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
+
+// ReadReport reads the report a population fit wrote to path (population.json).
+func ReadReport(path string) (*Report, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &r, nil
+}
+
+// WriteDraws writes the hierarchical draws [chain][draw][β…, σ…, θ…] to path as CSV: chain,
+// draw, then every effect (param:term), spread (param:sd) and subject's parameter
+// (subject:param), in fitting scale.
+func WriteDraws(path string, draws [][][]float64, names, columns, subjects []string) error {
+	header := []string{"chain", "draw"}
+	for _, n := range names {
+		for _, c := range columns {
+			header = append(header, n+":"+c)
+		}
+	}
+	for _, n := range names {
+		header = append(header, n+":sd")
+	}
+	for _, s := range subjects {
+		for _, n := range names {
+			header = append(header, s+":"+n)
+		}
+	}
+	rows := [][]string{header}
+	for c, ch := range draws {
+		for d, row := range ch {
+			r := []string{strconv.Itoa(c + 1), strconv.Itoa(d + 1)}
+			for _, v := range row {
+				r = append(r, strconv.FormatFloat(v, 'g', 8, 64))
+			}
+			rows = append(rows, r)
+		}
+	}
+	return writeCSV(path, rows)
+}

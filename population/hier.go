@@ -189,6 +189,9 @@ type HierSummary struct {
 	posterior.Summary
 	Q025 float64 `json:"q2.5"`
 	Q975 float64 `json:"q97.5"`
+	// PPositive is the posterior probability that an effect other than the intercept is
+	// positive (the share of draws above 0); nil for intercepts and spreads.
+	PPositive *float64 `json:"p_positive,omitempty"`
 }
 
 // HierSubject is one subject's posterior mean and SD of each fitted parameter (fitting scale).

@@ -29,7 +29,21 @@ func (h *Hierarchical) summarize(res *posterior.Result, draws [][][]float64, nam
 	out := &HierResult{MaxRHat: math.Inf(-1), MinESS: math.Inf(1), Evaluations: res.Evaluations}
 	for k, name := range names {
 		for j, term := range columns {
-			out.Effects = append(out.Effects, one(name, term, k*h.q+j))
+			ef := one(name, term, k*h.q+j)
+			if j > 0 {
+				pos, all := 0, 0
+				for _, xs := range col(k*h.q + j) {
+					for _, v := range xs {
+						all++
+						if v > 0 {
+							pos++
+						}
+					}
+				}
+				pp := float64(pos) / float64(all)
+				ef.PPositive = &pp
+			}
+			out.Effects = append(out.Effects, ef)
 		}
 	}
 	for k, name := range names {

@@ -114,3 +114,33 @@ func TestCLIPopulationErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCLISamplePopulation samples the hierarchical posterior of a small population fit and
+// checks its files, its table beside the empirical-Bayes fit, and that another task's flags
+// are refused.
+func TestCLISamplePopulation(t *testing.T) {
+	dir := t.TempDir()
+	data, subjects := cliPopulationData(t, dir)
+	fitDir := filepath.Join(dir, "pop")
+	common := []string{"--task", "linear", "--data", data, "--subjects", subjects, "--population-model", "~ group"}
+	cliOK(t, append(append([]string{"population"}, common...), "--infer", "obs_noise,motor_noise", "--restarts", "2", "--quiet", "--out", fitDir)...)
+	out := filepath.Join(dir, "hier")
+	r := cliOK(t, append(append([]string{"sample", "--population", fitDir}, common...), "--chains", "2", "--warmup", "60", "--draws", "40", "--max-depth", "5", "--out", out)...)
+	assert.Contains(t, r.stdout, "empirical Bayes")
+	assert.Contains(t, r.stdout, "group[b]")
+	var rep hierReport
+	raw, err := os.ReadFile(filepath.Join(out, hierJSON))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.Len(t, rep.Posterior.Effects, 4)
+	require.NotNil(t, rep.Posterior.Effects[1].PPositive, "a group effect's posterior probability of being positive")
+	assert.Nil(t, rep.Posterior.Effects[0].PPositive)
+	draws := cliReadCSV(t, filepath.Join(out, hierDraws))
+	require.Len(t, draws, 1+2*40, "header and chains × draws")
+	assert.Len(t, draws[0], 2+4+2+10*2, "chain, draw, 4 effects, 2 SDs, 10 subjects × 2 parameters")
+
+	bad := cliRun(t, "sample", "--population", fitDir, "--task", "pendulum", "--data", data, "--out", filepath.Join(dir, "x"))
+	require.NotEqual(t, 0, bad.code)
+	missing := cliRun(t, "sample", "--population", filepath.Join(dir, "none"), "--task", "linear", "--data", data, "--out", filepath.Join(dir, "y"))
+	cliRequireFail(t, missing, 1, "run nioc-gpu population first")
+}
