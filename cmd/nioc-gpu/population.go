@@ -44,6 +44,7 @@ type popFlags struct {
 	seed                                     uint64
 	resume, quiet                            bool
 	every                                    time.Duration
+	truth                                    string // --truth: the subjects' true values, for the figures
 }
 
 func (pf *popFlags) register(fs *flag.FlagSet) {
@@ -62,6 +63,7 @@ func (pf *popFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.resume, "resume", false, "continue an interrupted run in --out")
 	fs.BoolVar(&pf.quiet, "quiet", false, "no progress bar")
 	fs.DurationVar(&pf.every, "checkpoint-every", time.Minute, "save the independent fits' optimizer state this often (and on Ctrl-C); 0 disables")
+	fs.StringVar(&pf.truth, "truth", "", "`FILE` of the subjects' true values (CSV: subject, [group,] then the task's parameters in natural units, as simulate --population writes it) to mark on "+popDensities+" and "+popShrinkage)
 }
 
 func (pf *popFlags) check() error {
@@ -81,7 +83,7 @@ func (pf *popFlags) check() error {
 }
 
 func runPopulation(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--backend go|xla] --out DIR", stderr)
+	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--truth FILE] [--backend go|xla] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var pf popFlags
@@ -214,6 +216,7 @@ func (pf *popFlags) run(ctx context.Context, e *likelihood.Evaluator, fopts fit.
 	if err := pf.write(rep, e.Spec()); err != nil {
 		return err
 	}
+	pf.figures(rep, e, table, stderr)
 	printPopulation(stdout, rep, e.Spec())
 	return nil
 }
