@@ -235,3 +235,41 @@ func TestRunRecoversALinearPopulation(t *testing.T) {
 	t.Logf("mean absolute error: independent %.4f, population %.4f, %d steps", errIndep/60, errShrunk/60, len(steps))
 	assert.Less(t, errShrunk, errIndep, "shrinkage helps on 3 trials")
 }
+
+// TestGroupDifferenceFound fits two groups of 12 subjects of the linear task whose log10
+// obs_noise differs by 0.3: the group effect's interval holds the true shift and excludes 0,
+// and motor_noise's, with no shift, holds 0.
+func TestGroupDifferenceFound(t *testing.T) {
+	subjects, _, e := linearPopulation(t, 24, 5, [2]float64{-0.7, -1.3}, 0.1, 0.3, 21)
+	opts := fit.Options{Restarts: 3, Seed: 1, Infer: []string{"obs_noise", "motor_noise"}, Uncertainty: fit.UncertaintyHessian}
+	f, err := fit.New(e, opts)
+	require.NoError(t, err)
+	names := f.Fitted()
+	X := make([][]float64, len(subjects))
+	indep := make([][]float64, len(subjects))
+	idx := map[string]int{}
+	for i, s := range subjects {
+		X[i], idx[s.ID] = []float64{1, float64(i / 12)}, i
+	}
+	require.NoError(t, f.Fit(context.Background(), subjects, func(r fit.Result) error {
+		indep[idx[r.Subject]] = []float64{r.Scaled[names[0]], r.Scaled[names[1]]}
+		return nil
+	}))
+	last, _, err := Run(context.Background(), Config{Evaluator: e, Fit: opts, Subjects: subjects, X: X},
+		Initial(X, indep, 1e-4), indep, nil, func(Step) error { return nil })
+	require.NoError(t, err)
+	effects, _, err := Inference(X, []string{Intercept, "group[b]"}, names, last.Prior, last.Subjects)
+	require.NoError(t, err)
+	byName := map[string]Effect{}
+	for _, ef := range effects {
+		if ef.Term == "group[b]" {
+			byName[ef.Param] = ef
+		}
+	}
+	obs, motor := byName["obs_noise"], byName["motor_noise"]
+	t.Logf("obs_noise shift %.3f [%.3f, %.3f] p %.2g; motor_noise %.3f [%.3f, %.3f] p %.2g", obs.Estimate, obs.CI95[0], obs.CI95[1], *obs.P,
+		motor.Estimate, motor.CI95[0], motor.CI95[1], *motor.P)
+	assert.True(t, obs.CI95[0] > 0 && obs.CI95[0] < 0.3 && obs.CI95[1] > 0.3, "the shift is found and held")
+	assert.Less(t, *obs.P, 0.01)
+	assert.True(t, motor.CI95[0] < 0 && motor.CI95[1] > 0, "no shift where there is none")
+}
