@@ -182,6 +182,26 @@ func TestCLICompareModelsErrors(t *testing.T) {
 		assert.Contains(t, r.stdout, "3 subject(s), −BIC/2")
 	})
 
+	t.Run("subjects in natural order", func(t *testing.T) {
+		ids := []string{"s10", "s2", "s1"}
+		var la, lb []string
+		for _, id := range ids {
+			la = append(la, bmsRecord(id, "sha256:"+id, -10, 24))
+			lb = append(lb, bmsRecord(id, "sha256:"+id, -12, 28))
+		}
+		out := filepath.Join(dir, "order")
+		cliOK(t, "compare-models", "--out", out, cliWriteLines(t, dir, "oa.jsonl", la...), cliWriteLines(t, dir, "ob.jsonl", lb...))
+		rows := cliReadCSV(t, filepath.Join(out, "subjects.csv"))
+		require.Len(t, rows, 4)
+		assert.Equal(t, []string{"s1", "s2", "s10"}, []string{rows[1][0], rows[2][0], rows[3][0]})
+		for _, c := range []struct {
+			a, b string
+			want int
+		}{{"2", "10", -1}, {"s002", "s10", -1}, {"a", "b", -1}, {"s1", "s1", 0}, {"s1x", "s1", 1}, {"x9", "x09", 0}} {
+			assert.Equal(t, c.want, naturalCompare(c.a, c.b), "%s, %s", c.a, c.b)
+		}
+	})
+
 	t.Run("no subject under every model", func(t *testing.T) {
 		only3 := cliWriteLines(t, dir, "only3.jsonl", bmsRecord("3", "sha256:3", -9, 22))
 		cliRequireFail(t, cliRun(t, "compare-models", partial, only3), 1, "no subject has an evidence under every model")

@@ -204,8 +204,9 @@ func readBMSModel(path, name string, stderr io.Writer) (bmsModel, error) {
 	return m, nil
 }
 
-// bmsSubjects returns the subjects of all models: the first file's in its order, then those
-// only later files hold.
+// bmsSubjects returns the subjects of all models in natural order: IDs that are both
+// integers by value, others as strings with their digit runs compared by value (s2 before
+// s10).
 func bmsSubjects(models []bmsModel) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -217,7 +218,37 @@ func bmsSubjects(models []bmsModel) []string {
 			}
 		}
 	}
+	slices.SortStableFunc(out, naturalCompare)
 	return out
+}
+
+// naturalCompare orders strings with their runs of digits compared as numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Or(cmp.Compare(len(na), len(nb)), strings.Compare(na, nb)); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digitRun returns the length of the run of ASCII digits that s starts with.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 // checkSameData returns an error naming the files and subjects whose records were fitted
