@@ -54,6 +54,7 @@ type SubjectFit struct {
 	LogLik      float64     `json:"loglik"`
 	LogEvidence float64     `json:"log_evidence"` // Laplace, under the step's prior
 	Evaluations int         `json:"evaluations"`
+	Note        string      `json:"note,omitempty"` // what was approximated, if anything
 }
 
 // Step is one EM iteration: the E-step's fits under the population Prior and the log
@@ -101,15 +102,27 @@ func EStep(ctx context.Context, e *likelihood.Evaluator, opts fit.Options, subje
 	var failed []string
 	err = f.Fit(ctx, subjects, func(r fit.Result) error {
 		i := index[r.Subject]
-		if r.Err != "" || r.Hessian == nil || r.LogEvidence == nil {
-			failed = append(failed, fmt.Sprintf("%s (%s)", r.Subject, failure(r)))
+		if r.Err != "" {
+			failed = append(failed, fmt.Sprintf("%s (%s)", r.Subject, r.Err))
 			return nil
 		}
-		sf := SubjectFit{Subject: r.Subject, Hessian: r.Hessian, LogLik: r.LogLik, LogEvidence: *r.LogEvidence, Evaluations: r.Evaluations}
+		sf := SubjectFit{Subject: r.Subject, Hessian: r.Hessian, LogLik: r.LogLik, Evaluations: r.Evaluations}
 		for _, name := range names {
 			sf.MAP = append(sf.MAP, r.Scaled[name])
 		}
-		sf.Cov = posteriorCov(r.Hessian, pop.Var)
+		prior := opts.Priors[r.Subject]
+		if r.Hessian == nil || r.LogEvidence == nil {
+			// No curvature at the MAP (a likelihood not finite next to it, or a posterior
+			// curvature that is not positive definite): count the subject's data as
+			// uninformative about its parameters, its posterior the prior's spread.
+			sf.Hessian = zeros(len(names))
+			sf.Note = "no usable Hessian at the MAP: the subject's posterior is taken as the population's spread"
+		}
+		sf.Cov = posteriorCov(sf.Hessian, pop.Var)
+		sf.LogEvidence = laplaceEvidence(sf.LogLik, prior, sf.MAP, sf.Cov)
+		if r.LogEvidence != nil && sf.Note == "" {
+			sf.LogEvidence = *r.LogEvidence
+		}
 		out[i] = sf
 		return nil
 	})
@@ -122,11 +135,22 @@ func EStep(ctx context.Context, e *likelihood.Evaluator, opts fit.Options, subje
 	return out, nil
 }
 
-func failure(r fit.Result) string {
-	if r.Err != "" {
-		return r.Err
+// laplaceEvidence returns ll + log prior(x) + p/2·log 2π + ½·log det cov, the Laplace log
+// evidence with the posterior covariance cov.
+func laplaceEvidence(ll float64, prior fit.Prior, x []float64, cov [][]float64) float64 {
+	p := len(x)
+	C := mat.NewSymDense(p, nil)
+	for a := range p {
+		for c := a; c < p; c++ {
+			C.SetSym(a, c, cov[a][c])
+		}
 	}
-	return "no Hessian at the estimate"
+	var ch mat.Cholesky
+	logDet := 0.0
+	if ch.Factorize(C) {
+		logDet = ch.LogDet()
+	}
+	return ll + prior.LogDensity(x) + 0.5*float64(p)*math.Log(2*math.Pi) + 0.5*logDet
 }
 
 // fittedNames returns the names of the parameters a fitter with opts fits.

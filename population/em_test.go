@@ -273,3 +273,19 @@ func TestGroupDifferenceFound(t *testing.T) {
 	assert.Less(t, *obs.P, 0.01)
 	assert.True(t, motor.CI95[0] < 0 && motor.CI95[1] > 0, "no shift where there is none")
 }
+
+// TestLaplaceEvidenceMatchesFit checks the E-step's own Laplace evidence (used where a fit
+// gives none) against the fit's on subjects where both exist.
+func TestLaplaceEvidenceMatchesFit(t *testing.T) {
+	subjects, _, e := linearPopulation(t, 4, 3, [2]float64{-0.7, -1.3}, 0.1, 0, 4)
+	opts := fit.Options{Restarts: 2, Seed: 1, Infer: []string{"obs_noise", "motor_noise"}}
+	X := [][]float64{{1}, {1}, {1}, {1}}
+	pop := Estimate{Beta: [][]float64{{-1.3}, {-0.7}}, Var: []float64{0.01, 0.02}}
+	fits, err := EStep(context.Background(), e, opts, subjects, X, pop, nil)
+	require.NoError(t, err)
+	for _, sf := range fits {
+		require.Empty(t, sf.Note)
+		own := laplaceEvidence(sf.LogLik, fit.Prior{Mean: pop.Mean(X[0]), Var: pop.Var}, sf.MAP, sf.Cov)
+		assert.InDelta(t, sf.LogEvidence, own, 1e-6, sf.Subject)
+	}
+}

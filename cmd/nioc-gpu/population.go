@@ -251,6 +251,11 @@ func (pf *popFlags) em(ctx context.Context, cfg population.Config, settings popu
 		}
 		prev = s.LogMarginal
 		fmt.Fprintf(stderr, "EM step %d: log marginal likelihood %.3f%s, %d evaluations, %.1f s\n", s.Iter, s.LogMarginal, change, s.Evaluations, s.Seconds)
+		for _, sf := range s.Subjects {
+			if sf.Note != "" {
+				fmt.Fprintf(stderr, "  note: subject %s: %s\n", sf.Subject, sf.Note)
+			}
+		}
 		return w.Append(s)
 	})
 	if ctx.Err() != nil {
