@@ -252,9 +252,10 @@ func MStep(X [][]float64, fits []SubjectFit, minVar float64) Estimate {
 // Config says how Run fits a population.
 type Config struct {
 	Evaluator *likelihood.Evaluator
-	// Fit are the options of the E-steps' fits (Restarts, Seed, Infer, Fix, MaxIter, …); the
-	// first E-step's first restart starts at the independent estimate, its others random; later
-	// E-steps start at the previous step's estimates with WarmRestarts restarts (1 if 0).
+	// Fit are the options of the E-steps' fits (Seed, Infer, Fix, MaxIter, …; Restarts is
+	// replaced): the first E-step starts at the independent estimates, later ones at the
+	// previous step's, each with WarmRestarts restarts (1 if 0: the start alone; the
+	// independent fits' restarts have searched the box already).
 	Fit          fit.Options
 	WarmRestarts int
 	Subjects     []fit.Subject
@@ -297,10 +298,8 @@ func Run(ctx context.Context, c Config, start Estimate, starts [][]float64, last
 	}
 	opts := c.Fit
 	var step Step
+	opts.Restarts = c.WarmRestarts
 	for ; iter <= c.MaxIter; iter++ {
-		if iter > 1 {
-			opts.Restarts = c.WarmRestarts
-		}
 		t0 := time.Now()
 		fits, err := EStep(ctx, c.Evaluator, opts, c.Subjects, c.X, pop, starts)
 		if err != nil {
