@@ -56,14 +56,25 @@ func (f *Fitter) logEvidence(subject string, x []float64, ll float64, H [][]floa
 			lp -= math.Log(f.hi[k] - f.lo[k])
 		}
 	}
-	L, ok := cholesky(post)
+	ev, ok := LaplaceEvidence(ll, lp, post)
 	if !ok {
 		return nil
+	}
+	return &ev
+}
+
+// LaplaceEvidence returns the Laplace approximation of a log model evidence, ll + logPrior +
+// p/2·log 2π − ½·log det A, from the log-likelihood ll and log prior density logPrior at the
+// mode and the p×p precision A there (the Hessian of the negative log posterior); ok is false
+// when A is not positive definite.
+func LaplaceEvidence(ll, logPrior float64, A [][]float64) (ev float64, ok bool) {
+	L, ok := cholesky(A)
+	if !ok {
+		return 0, false
 	}
 	logDet := 0.0
 	for k := range L {
 		logDet += 2 * math.Log(L[k][k])
 	}
-	ev := ll + lp + 0.5*float64(len(H))*math.Log(2*math.Pi) - 0.5*logDet
-	return &ev
+	return ll + logPrior + 0.5*float64(len(A))*math.Log(2*math.Pi) - 0.5*logDet, true
 }

@@ -110,18 +110,10 @@ func EStep(ctx context.Context, e *likelihood.Evaluator, opts fit.Options, subje
 		for _, name := range names {
 			sf.MAP = append(sf.MAP, r.Scaled[name])
 		}
-		prior := opts.Priors[r.Subject]
 		if r.Hessian == nil || r.LogEvidence == nil {
-			// No curvature at the MAP (a likelihood not finite next to it, or a posterior
-			// curvature that is not positive definite): count the subject's data as
-			// uninformative about its parameters, its posterior the prior's spread.
-			sf.Hessian = zeros(len(names))
-			sf.Note = "no usable Hessian at the MAP: the subject's posterior is taken as the population's spread"
-		}
-		sf.Cov = posteriorCov(sf.Hessian, pop.Var)
-		sf.LogEvidence = laplaceEvidence(sf.LogLik, prior, sf.MAP, sf.Cov)
-		if r.LogEvidence != nil && sf.Note == "" {
-			sf.LogEvidence = *r.LogEvidence
+			uninformative(&sf, opts.Priors[r.Subject])
+		} else {
+			sf.Cov, sf.LogEvidence = posteriorCov(r.Hessian, pop.Var), *r.LogEvidence
 		}
 		out[i] = sf
 		return nil
@@ -135,22 +127,20 @@ func EStep(ctx context.Context, e *likelihood.Evaluator, opts fit.Options, subje
 	return out, nil
 }
 
-// laplaceEvidence returns ll + log prior(x) + p/2·log 2π + ½·log det cov, the Laplace log
-// evidence with the posterior covariance cov.
-func laplaceEvidence(ll float64, prior fit.Prior, x []float64, cov [][]float64) float64 {
-	p := len(x)
-	C := mat.NewSymDense(p, nil)
-	for a := range p {
-		for c := a; c < p; c++ {
-			C.SetSym(a, c, cov[a][c])
-		}
+// uninformative makes sf the E-step of a subject without a usable Hessian at its MAP (a
+// likelihood not finite next to it, or a posterior curvature that is not positive definite):
+// its data count as uninformative about its parameters, so its posterior covariance is the
+// prior's and its Laplace evidence ll + log N(x; m, D) + p/2·log 2π + ½·log det D, which is
+// ll − ½ Σ (x−m)²/v.
+func uninformative(sf *SubjectFit, prior fit.Prior) {
+	p := len(sf.MAP)
+	sf.Hessian, sf.Cov = zeros(p), zeros(p)
+	precision := zeros(p)
+	for k, v := range prior.Var {
+		sf.Cov[k][k], precision[k][k] = v, 1/v
 	}
-	var ch mat.Cholesky
-	logDet := 0.0
-	if ch.Factorize(C) {
-		logDet = ch.LogDet()
-	}
-	return ll + prior.LogDensity(x) + 0.5*float64(p)*math.Log(2*math.Pi) + 0.5*logDet
+	sf.LogEvidence, _ = fit.LaplaceEvidence(sf.LogLik, prior.LogDensity(sf.MAP), precision)
+	sf.Note = "no usable Hessian at the MAP: the subject's posterior is taken as the population's spread"
 }
 
 // fittedNames returns the names of the parameters a fitter with opts fits.

@@ -82,6 +82,13 @@ func TestCLIPopulation(t *testing.T) {
 	assert.NotContains(t, again.stderr, "log marginal likelihood", "a converged run is not stepped again")
 	assert.Equal(t, steps, len(cliReadJSONL(t, filepath.Join(out, popSteps))))
 	assert.Equal(t, r.stdout, again.stdout, "the same report")
+
+	// A run stopped by --max-em after one step resumes to the same unconverged report.
+	one := filepath.Join(dir, "one")
+	first := cliOK(t, append(args[:len(args)-1], one, "--max-em", "1")...)
+	assert.Contains(t, first.stdout, "NOT converged after 1 step(s)")
+	resumed := cliOK(t, append(args[:len(args)-1], one, "--max-em", "1", "--resume")...)
+	assert.Equal(t, first.stdout, resumed.stdout)
 }
 
 // TestCLIPopulationErrors checks that bad population command lines say what is wrong.

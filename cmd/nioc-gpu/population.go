@@ -236,8 +236,9 @@ func (pf *popFlags) em(ctx context.Context, cfg population.Config, settings popu
 	if n := len(steps); n > 0 {
 		last = &steps[n-1]
 		fmt.Fprintf(stderr, "resuming: %d EM step(s) in %s\n", n, path)
-		if n >= 2 && steps[n-1].LogMarginal-steps[n-2].LogMarginal < pf.tol || n >= pf.maxEM {
-			return steps[n-1], n < pf.maxEM || steps[n-1].LogMarginal-steps[n-2].LogMarginal < pf.tol, nil
+		converged := n >= 2 && steps[n-1].LogMarginal-steps[n-2].LogMarginal < pf.tol // as population.Run stops
+		if converged || n >= pf.maxEM {
+			return steps[n-1], converged, nil
 		}
 	}
 	prev := 0.0
