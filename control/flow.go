@@ -1,6 +1,8 @@
 package control
 
 import (
+	"slices"
+
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -140,6 +142,22 @@ func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.
 		K, P := FilterStep(pointFromFlat(s, xs[0]), graph.NewUnflattener(carry).Mat(n, n), nil)
 		return graph.Flatten(P), graph.Flatten(K)
 	}, init, [][]*graph.Value{lin.Steps}, nil, false)
+	return K
+}
+
+// FilterUpdateGainsFlow is the filter of an agent that sees before it acts (models.SeeThenAct)
+// along lin, run by a Flow from the covariance init (flat) of its first belief: per step t, the
+// gain K_t (n×m, flat) of its update with the observation of x_{t+1} (FilterUpdateStep at the
+// points t and t+1; at the last step t for both, as the belief after that update acts no more).
+func FilterUpdateGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.Value {
+	s := lin.s
+	n := len(s.X)
+	T := len(lin.Steps)
+	next := append(slices.Clone(lin.Steps[1:]), lin.Steps[T-1])
+	_, K := f.Scan("filter_update", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
+		K, P := FilterUpdateStep(pointFromFlat(s, xs[0]), pointFromFlat(s, xs[1]), graph.NewUnflattener(carry).Mat(n, n), nil)
+		return graph.Flatten(P), graph.Flatten(K)
+	}, init, [][]*graph.Value{lin.Steps, next}, nil, false)
 	return K
 }
 

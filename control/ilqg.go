@@ -147,6 +147,9 @@ func NewSolver(m models.Model, steps int, b backends.Backend, opts SolverOptions
 	if opts.Planner != models.PlannerFull && opts.Planner != models.PlannerPartial {
 		return nil, fmt.Errorf("unknown planner %q: use %q or %q", opts.Planner, models.PlannerFull, models.PlannerPartial)
 	}
+	if opts.Planner == models.PlannerPartial && s.Spec.ObservationTiming() == models.SeeThenAct {
+		return nil, fmt.Errorf("task %s sees before it acts (timing %q): the partially observable planner is written for %q; use planner %q", s.Spec.Name, models.SeeThenAct, models.ActThenSee, models.PlannerFull)
+	}
 	return &Solver{sym: s, backend: b, steps: steps, opts: opts}, nil
 }
 

@@ -176,3 +176,28 @@ func FilterStep(p *Point, P, extra graph.Mat) (K, next graph.Mat) {
 	}
 	return kalmanStep(p.A(), p.F(), graph.Gram(p.W()), stateCov, P)
 }
+
+// FilterUpdateStep is one step of the agent's extended Kalman filter in filter form, for an
+// agent that sees before it acts (models.SeeThenAct): from the covariance P of its belief
+// when it acted at t, linearized at p (its belief and control then), it predicts
+// P⁻ = A P Aᵀ + V Vᵀ + extra, then updates with the observation of x_{t+1}, linearized at pn
+// (its predicted belief b⁻ = f(b, u, 0)):
+//
+//	S = F P⁻ Fᵀ + W Wᵀ,   K = P⁻ Fᵀ S⁻¹,   next = P⁻ − K S Kᵀ,
+//
+// its belief after the update being b⁻ + K·(y − h(b⁻, 0)). extra is state noise beyond V Vᵀ
+// (nil for none). The gain of the predictor form (FilterStep) is A times this one for the
+// same P⁻; the two agents differ in what the action at t has seen.
+func FilterUpdateStep(p, pn *Point, P, extra graph.Mat) (K, next graph.Mat) {
+	pred := graph.Sandwich(p.A(), P)
+	if V := p.V(); len(V) > 0 && len(V[0]) > 0 {
+		pred = graph.MatAdd(pred, graph.Gram(V))
+	}
+	pred = addIf(pred, extra)
+	F := pn.F()
+	S := graph.MatAdd(graph.Sandwich(F, pred), graph.Gram(pn.W()))
+	lg := graph.Chol(S)
+	Z := graph.SolveLower(lg, graph.MatMul(F, pred)) // Lg⁻¹ F P⁻ = Lg⁻¹ (P⁻ Fᵀ)ᵀ
+	K = graph.T(graph.SolveLowerT(lg, Z))
+	return K, graph.MatSub(pred, graph.Gram(graph.T(Z))) // K S Kᵀ = Zᵀ Z
+}

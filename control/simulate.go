@@ -45,7 +45,9 @@ type SimOptions struct {
 // Kalman filter b_{t+1} = f(b_t, u_t, 0) + K_t·(y_t − h(b_t, 0)),
 // K_t = A P Fᵀ (F P Fᵀ + W Wᵀ)⁻¹, P ← V Vᵀ + (A − K F) P Aᵀ, linearized at the belief
 // (paper Sec. 2.4), starting from the task's initial belief; its control is the policy
-// applied to b_t. The trajectories start at the task's x0. Noises come from a PCG generator
+// applied to b_t. Under the task's timing models.SeeThenAct it sees x_{t+1} after each step
+// and updates before it acts (FilterUpdateStep: b_{t+1} = b⁻ + K·(y − h(b⁻, 0)),
+// b⁻ = f(b_t, u_t, 0), linearized at b_t and b⁻). The trajectories start at the task's x0. Noises come from a PCG generator
 // seeded with Seed and the problem and trial numbers, so a trial's trajectory does not depend
 // on how many others are simulated with it. If some problems diverge, it returns every
 // trajectory and a *DivergedError naming them.
@@ -176,12 +178,13 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 	spec := s.Spec
 	n := len(spec.States)
 	partial := opts.Observe == ObservePartial
+	seeFirst := spec.ObservationTiming() == models.SeeThenAct
 	x0 := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
 	init := x0
 	if partial { // the belief mean and its covariance
 		init = graph.Flatten(init, x0, graph.ConstMat(spec.InitialBeliefCov()))
 	}
-	if opts.Delay == 1 { // the state the agent senses: the previous one
+	if opts.Delay == 1 { // the state the agent senses: the previous one (act-then-see)
 		init = graph.Flatten(init, x0)
 	}
 	start := f.Map("simulate_init", func([][]graph.S) [][]graph.S { return [][]graph.S{init} })[0]
@@ -210,7 +213,7 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 			u = graph.VecAdd(u, graph.VecScale(graph.C(math.Sqrt(opts.Temperature)), noise))
 		}
 		theta := ps[0]
-		if partial {
+		if partial && !seeFirst {
 			y := At(s, theta, sensed, nil).Observation(in[4])
 			pb := At(s, theta, belief, u)
 			var K graph.Mat
@@ -219,6 +222,18 @@ func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, 
 		}
 		prev := x
 		x = At(s, theta, x, u).Dynamics(in[3])
+		if partial && seeFirst { // it sees x_{t+1} (x_t with a delay) before it acts again
+			if opts.Delay == 0 {
+				sensed = x
+			}
+			y := At(s, theta, sensed, nil).Observation(in[4])
+			pb := At(s, theta, belief, u)
+			pred := pb.F0()
+			pn := At(s, theta, pred, u)
+			var K graph.Mat
+			K, cov = FilterUpdateStep(pb, pn, cov, nil)
+			belief = graph.VecAdd(pred, graph.MatVec(K, graph.VecSub(y, pn.H0())))
+		}
 		next = graph.Flatten(x)
 		if partial {
 			next = graph.Flatten(x, belief, cov)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -15,11 +16,15 @@ import (
 
 // simulateTrials simulates trials of the task's default agent for steps steps.
 func simulateTrials(t testing.TB, m models.Model, observe control.Observe, theta []float64, trials, steps int, seed uint64) [][][]float64 {
+	return simulateTrialsWith(t, m, m.Spec().Planner, observe, theta, trials, steps, seed)
+}
+
+// simulateTrialsWith is simulateTrials with the agent's planner.
+func simulateTrialsWith(t testing.TB, m models.Model, planner models.Planner, observe control.Observe, theta []float64, trials, steps int, seed uint64) [][][]float64 {
 	t.Helper()
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
-	spec := m.Spec()
-	sv, err := control.NewSolver(m, steps, b, control.SolverOptions{Planner: spec.Planner})
+	sv, err := control.NewSolver(m, steps, b, control.SolverOptions{Planner: planner})
 	require.NoError(t, err)
 	pol, err := sv.Solve([][]float64{theta}, nil)
 	require.NoError(t, err)
@@ -116,16 +121,29 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{Method: Ours, Observe: control.ObserveFull, Linearize: LinearizeData, FitTemperature: true},
 		{Method: MCEBaseline, Linearize: LinearizeData, FitTemperature: true},
 	}
-	for _, name := range []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"} {
-		m, err := models.Get(name)
+	// Agents that see before they act (models.SeeThenAct): signal-dependent motor noise
+	// (reaching), non-linear dynamics (pendulum) and a state-dependent observation noise
+	// (light-dark, with the fully observable planner).
+	for _, name := range []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear",
+		"reaching+see", "pendulum+see", "lightdark+see"} {
+		base, see := strings.CutSuffix(name, "+see")
+		m, err := models.Get(base)
 		require.NoError(t, err)
+		planner := m.Spec().Planner
+		if see {
+			m, planner = models.WithTiming(m, models.SeeThenAct), models.PlannerFull
+		}
 		spec := m.Spec()
 		natural, _ := testTheta(spec)
 		data := map[control.Observe][][][]float64{
-			control.ObservePartial: simulateTrials(t, m, control.ObservePartial, natural, trials, steps, 3),
-			control.ObserveFull:    simulateTrials(t, m, control.ObserveFull, natural, trials, steps, 3),
+			control.ObservePartial: simulateTrialsWith(t, m, planner, control.ObservePartial, natural, trials, steps, 3),
+			control.ObserveFull:    simulateTrialsWith(t, m, planner, control.ObserveFull, natural, trials, steps, 3),
 		}
 		for _, opts := range configs {
+			if see && (opts.Method == MCEBaseline || opts.Observe == control.ObserveFull) {
+				continue // no observation model: the timing does not enter
+			}
+			opts.Planner = planner
 			observe := opts.Observe
 			if observe == "" {
 				observe = control.ObservePartial

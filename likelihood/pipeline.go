@@ -102,7 +102,13 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	}
 	lin.Ends = in.ends
 	sigma0 := graph.Flatten(graph.ConstMat(spec.InitialBeliefCov()))
-	kalman := func() []*graph.Value { return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0]) }
+	seeFirst := spec.ObservationTiming() == models.SeeThenAct
+	kalman := func() []*graph.Value {
+		if seeFirst {
+			return control.FilterUpdateGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0])
+		}
+		return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0])
+	}
 	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
 	// K are the gains the partially observable planner plans with, and with NominalFilter
 	// those of the agent's filter too; else the forward pass tracks the agent's filter.
@@ -196,10 +202,19 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 				nb        Belief
 				filterCov graph.Mat
 			)
-			if tracked {
+			switch {
+			case seeFirst:
+				var P, K graph.Mat
+				if tracked {
+					P = c.Mat(n, n)
+				} else {
+					K = control.StepKalman(s, xs[5])
+				}
+				ll, nb, filterCov = SeeThenActStep(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[3], xs[4], nil), b, P, K, o.Jitter)
+			case tracked:
 				a := agent(ps[1:], xs[2], xs[3], xs[4], nil)
 				ll, nb, filterCov = TrackedStep(s, ps[0], xs[0], xs[1], a, b, c.Mat(n, n), o.Jitter)
-			} else {
+			default:
 				ll, nb = BeliefTracking(s, ps[0], xs[0], xs[1], agent(ps[1:], xs[2], xs[3], xs[4], xs[5]), b, o.Jitter)
 			}
 			next = graph.Flatten(nb.Mean, nb.Cov, graph.Add(total, ll))

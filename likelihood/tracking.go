@@ -129,11 +129,15 @@ func beliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	Bx, Bb := px.B(), pb.B()
 
 	meanX := px.F0()
-	meanB := graph.VecAdd(pb.F0(), graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
 	// With J_b = [B_x; B_μ]·L + [0; D], D = A_μ − K·F_μ, and the control's covariance
 	// Cu = L Σ Lᵀ + τ H̃⁻¹ (belief spread and policy noise), the joint covariance is
-	// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls.
-	D := graph.MatSub(pb.A(), graph.MatMul(K, pb.F()))
+	// formed in control space, which is cheaper than J_b Σ J_bᵀ for few controls. K nil is
+	// the prediction alone, b' = f(b, u(b), 0) (SeeThenActStep).
+	meanB, D := pb.F0(), pb.A()
+	if K != nil {
+		meanB = graph.VecAdd(meanB, graph.MatVec(K, graph.VecSub(px.H0(), pb.H0())))
+		D = graph.MatSub(D, graph.MatMul(K, pb.F()))
+	}
 	LS := graph.MatMul(L, Sigma)
 	Cu := at.cov
 	cross := graph.MatMulT(LS, D) // L Σ Dᵀ
@@ -142,7 +146,10 @@ func beliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	Sxx = addCov(Sxx, agent.productNoiseCov(px.Cu(), Cu))
 	Sxb := graph.MatAdd(graph.MatMul(Bx, graph.MatMulT(Cu, Bb)), graph.MatMul(Bx, cross))
 	Sbb := graph.MatAdd(graph.Sandwich(Bb, Cu), graph.MatAdd(BbCross, graph.T(BbCross)))
-	Sbb = graph.MatAdd(Sbb, graph.MatAdd(graph.Sandwich(D, Sigma), graph.Gram(graph.MatMul(K, px.W()))))
+	Sbb = graph.MatAdd(Sbb, graph.Sandwich(D, Sigma))
+	if K != nil {
+		Sbb = graph.MatAdd(Sbb, graph.Gram(graph.MatMul(K, px.W())))
+	}
 
 	chol := graph.Chol(graph.AddDiag(Sxx, graph.C(jitter)))
 	residual := graph.VecSub(xnext, meanX)
@@ -178,6 +185,39 @@ func TrackedFilter(s *models.Symbolic, theta graph.Vec, agent *Agent, b Belief, 
 
 func trackedFilter(agent *Agent, at *atBelief, P graph.Mat) (K, next graph.Mat) {
 	return control.FilterStep(at.p, P, agent.productNoiseCov(at.p.Cu(), at.cov))
+}
+
+// SeeThenActStep is one step of the partially observable likelihood for an agent that sees
+// before it acts (models.SeeThenAct): b is the distribution of its belief after it has seen x
+// (its posterior at t; at t = 0 its initial belief), P its own filter covariance then. The
+// step pushes b through the action and the prediction b⁻ = f(b, u(b), 0) with the state,
+// which is BeliefTracking without an observation term (x' = f(x, u(b), v), the same ll), and
+// conditions on the observed x'. The agent then sees y' = h(x', w'); linearizing h at the mean
+// μ⁻ of b⁻ | x',
+//
+//	b' = b⁻ + K·(h(x', w') − h(b⁻, 0)):   mean μ⁻ + K·(h(x', 0) − h(μ⁻, 0)),
+//	                                      cov (I − K F) Σ⁻ (I − K F)ᵀ + K W Wᵀ Kᵀ,
+//
+// F at μ⁻ and W at x' (the noise arises at the true state). K is the agent's gain of the
+// update (control.FilterUpdateStep): with K nil the step computes it, with P, from the
+// agent's filter linearized at the mean of b and at μ⁻ (the tracked filter, as TrackedStep),
+// and returns the next P; a non-nil K (Options.NominalFilter) is used as given and nextP is
+// nil. The exact linear-Gaussian likelihood of this agent (lqg's, Straub & Rothkopf 2022) is
+// the special case of a linear model.
+func SeeThenActStep(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, agent *Agent, b Belief, P, K graph.Mat, jitter float64) (ll graph.S, next Belief, nextP graph.Mat) {
+	at := newAtBelief(s, theta, agent, b)
+	predict := *agent
+	predict.K = nil
+	ll, pred := beliefTracking(s, theta, x, xnext, &predict, b, at, jitter)
+	pn := control.At(s, theta, pred.Mean, at.u) // the agent's observation model at μ⁻
+	if K == nil {
+		K, nextP = control.FilterUpdateStep(at.p, pn, P, agent.productNoiseCov(at.p.Cu(), at.cov))
+	}
+	px := control.At(s, theta, xnext, nil) // the observation of x'
+	IKF := graph.MatSub(graph.Eye(len(pred.Mean)), graph.MatMul(K, pn.F()))
+	next.Mean = graph.VecAdd(pred.Mean, graph.MatVec(K, graph.VecSub(px.H0(), pn.H0())))
+	next.Cov = graph.MatAdd(graph.Sandwich(IKF, pred.Cov), graph.Gram(graph.MatMul(K, px.W())))
+	return ll, next, nextP
 }
 
 // Belief is a Gaussian N(Mean, Cov) over the agent's belief mean.

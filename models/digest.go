@@ -17,3 +17,27 @@ func Digest(m Model) string {
 	}
 	return "builtin:" + m.Spec().Name
 }
+
+// WithTiming returns m with its agent's observation timing set to t (see Timing): a built-in
+// task, written for the paper's ActThenSee, with an agent that sees before it acts. Its
+// digest says so. It returns m itself when m already has timing t.
+func WithTiming(m Model, t Timing) Model {
+	if m.Spec().ObservationTiming() == t {
+		return m
+	}
+	return timed{Model: m, timing: t}
+}
+
+// timed is a Model whose Spec has another Timing.
+type timed struct {
+	Model
+	timing Timing
+}
+
+func (m timed) Spec() Spec {
+	s := m.Model.Spec()
+	s.Timing = m.timing
+	return s
+}
+
+func (m timed) Digest() string { return Digest(m.Model) + "+timing=" + string(m.timing) }

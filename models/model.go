@@ -103,6 +103,21 @@ const (
 	HorizonTask Horizon = "task"
 )
 
+// Timing says which observations the agent's action at step t uses.
+type Timing string
+
+const (
+	// ActThenSee is the paper's agent (Sec. 2.4): its action at t uses the observations of
+	// x_0..x_{t−1}; it sees y_t = h(x_t, w_t) after acting and updates its belief with the
+	// extended Kalman filter in predictor form, b_{t+1} = f(b_t, u_t, 0) + K_t·(y_t − h(b_t, 0)).
+	ActThenSee Timing = "act-then-see"
+	// SeeThenAct is the agent of continuous psychophysics (Straub & Rothkopf 2022, the lab's
+	// lqg package): after each step it sees y_{t+1} = h(x_{t+1}, w) and updates its belief
+	// before it acts at t+1, b_{t+1} = b⁻ + K·(y_{t+1} − h(b⁻, 0)), b⁻ = f(b_t, u_t, 0) (the
+	// filter form); at t = 0 it acts on its initial belief.
+	SeeThenAct Timing = "see-then-act"
+)
+
 // Spec is the static description of a task.
 type Spec struct {
 	Name        string
@@ -132,6 +147,16 @@ type Spec struct {
 	// Horizon is what the agent plans over in trials of another length than Steps; ""
 	// means HorizonTrial.
 	Horizon Horizon
+	// Timing is which observations the agent's actions use; "" means ActThenSee.
+	Timing Timing
+}
+
+// ObservationTiming returns the task's Timing, ActThenSee when it is not set.
+func (s Spec) ObservationTiming() Timing {
+	if s.Timing == "" {
+		return ActThenSee
+	}
+	return s.Timing
 }
 
 // PlanningHorizon returns the task's Horizon, HorizonTrial when it is not set.
@@ -295,6 +320,8 @@ func checkSpec(s Spec) error {
 		return fmt.Errorf("models: task %q has StateBound %g: it must be a finite number > 0 (0 for the default, %g)", s.Name, s.StateBound, DefaultStateBound)
 	case s.Horizon != "" && s.Horizon != HorizonTrial && s.Horizon != HorizonTask:
 		return fmt.Errorf("models: task %q has unknown horizon %q: use %q or %q", s.Name, s.Horizon, HorizonTrial, HorizonTask)
+	case s.Timing != "" && s.Timing != ActThenSee && s.Timing != SeeThenAct:
+		return fmt.Errorf("models: task %q has unknown timing %q: use %q or %q", s.Name, s.Timing, ActThenSee, SeeThenAct)
 	}
 	seen := map[string]bool{}
 	for _, p := range s.Params {

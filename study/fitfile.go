@@ -221,7 +221,8 @@ func RunOf(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, versio
 
 // Conventions returns the flags that set the conventions of the likelihood options opts
 // apart from the defaults for the task of spec (fit.Run.Likelihood), comma-separated:
-// first-order-noise, ignore-gaps, nominal-filter, jitter=V and belief-prior=V; "" for none.
+// first-order-noise, ignore-gaps, nominal-filter, jitter=V and belief-prior=V (or the
+// covariance's rows, "a b;c d"); "" for none.
 func Conventions(spec models.Spec, opts likelihood.Options) string {
 	var out []string
 	if opts.FirstOrderNoise {
@@ -237,9 +238,30 @@ func Conventions(spec models.Spec, opts likelihood.Options) string {
 		out = append(out, "jitter="+strconv.FormatFloat(opts.Jitter, 'g', -1, 64))
 	}
 	if opts.Prior != nil {
-		out = append(out, "belief-prior="+strconv.FormatFloat(opts.Prior[0][0], 'g', -1, 64))
+		out = append(out, "belief-prior="+priorString(opts.Prior))
 	}
 	return strings.Join(out, ",")
+}
+
+// priorString writes a belief prior covariance: its variance when it is that times the
+// identity, else its rows separated by ";", their values by spaces.
+func priorString(P [][]float64) string {
+	scalar := true
+	rows := make([]string, len(P))
+	for i, r := range P {
+		cells := make([]string, len(r))
+		for j, v := range r {
+			cells[j] = strconv.FormatFloat(v, 'g', -1, 64)
+			if (i == j && v != P[0][0]) || (i != j && v != 0) {
+				scalar = false
+			}
+		}
+		rows[i] = strings.Join(cells, " ")
+	}
+	if scalar {
+		return strconv.FormatFloat(P[0][0], 'g', -1, 64)
+	}
+	return strings.Join(rows, ";")
 }
 
 // Starts returns the estimates of the successful records of recs, by subject, in the fitting

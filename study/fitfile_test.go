@@ -27,6 +27,8 @@ func TestConventions(t *testing.T) {
 		{likelihood.Options{Jitter: jitter, FirstOrderNoise: true, NominalFilter: true}, "first-order-noise,nominal-filter"},
 		{likelihood.Options{Jitter: 1e-4, IgnoreGaps: true}, "ignore-gaps,jitter=0.0001"},
 		{likelihood.Options{Jitter: jitter, Prior: prior}, "belief-prior=1"},
+		{likelihood.Options{Jitter: jitter, Prior: [][]float64{{0.5, 0.1}, {0.1, 0.25}}}, "belief-prior=0.5 0.1;0.1 0.25"},
+		{likelihood.Options{Jitter: jitter, Prior: [][]float64{{0.5, 0}, {0, 0.25}}}, "belief-prior=0.5 0;0 0.25"},
 	} {
 		assert.Equal(t, c.want, Conventions(spec, c.opts), "%+v", c.opts)
 	}

@@ -19,15 +19,120 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/models/taskfile"
+	"gonum.org/v1/gonum/mat"
 )
 
 // taskFlags are the flags that say which agent and likelihood to use.
 type taskFlags struct {
 	task, taskFile                                     string
 	observe, planner, method, linearize, backend, form string
+	timing                                             string
 	temperature                                        temperatureFlag
 	firstOrderNoise, ignoreGaps, nominalFilter         bool
-	beliefPrior, jitter                                float64
+	beliefPrior                                        beliefPriorFlag
+	jitter                                             float64
+}
+
+// beliefPriorFlag is --belief-prior: a variance (the same in every state coordinate, no
+// correlations) or a full covariance matrix written by rows, "a,b;c,d".
+type beliefPriorFlag struct {
+	variance float64
+	matrix   [][]float64
+}
+
+func (b *beliefPriorFlag) String() string {
+	if b == nil || b.matrix == nil {
+		if b == nil || b.variance == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(b.variance, 'g', -1, 64)
+	}
+	rows := make([]string, len(b.matrix))
+	for i, r := range b.matrix {
+		cells := make([]string, len(r))
+		for j, v := range r {
+			cells[j] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		rows[i] = strings.Join(cells, ",")
+	}
+	return strings.Join(rows, ";")
+}
+
+func (b *beliefPriorFlag) Set(s string) error {
+	if !strings.ContainsAny(s, ",;") {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("want a finite variance >= 0 or a covariance matrix by rows, \"a,b;c,d\", got %q", s)
+		}
+		b.variance, b.matrix = v, nil
+		return nil
+	}
+	var m [][]float64
+	for i, row := range strings.Split(s, ";") {
+		var r []float64
+		for j, cell := range strings.Split(row, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(cell), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("row %d, column %d of the covariance matrix: want a finite number, got %q", i+1, j+1, strings.TrimSpace(cell))
+			}
+			r = append(r, v)
+		}
+		m = append(m, r)
+	}
+	if err := checkCovariance(m); err != nil {
+		return err
+	}
+	b.matrix = m
+	return nil
+}
+
+// checkCovariance reports whether m is square, symmetric and positive semi-definite (its
+// eigenvalues >= −1e-12 times the largest).
+func checkCovariance(m [][]float64) error {
+	n := len(m)
+	for i, r := range m {
+		if len(r) != n {
+			return fmt.Errorf("the covariance matrix has %d rows but row %d has %d values: it must be square", n, i+1, len(r))
+		}
+		for j := range i {
+			if math.Abs(r[j]-m[j][i]) > 1e-12*math.Max(math.Abs(r[j]), math.Abs(m[j][i])) {
+				return fmt.Errorf("the covariance matrix is not symmetric: row %d, column %d is %g, row %d, column %d is %g", i+1, j+1, r[j], j+1, i+1, m[j][i])
+			}
+		}
+	}
+	sym := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			sym.SetSym(i, j, m[i][j])
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, false) {
+		return fmt.Errorf("the covariance matrix's eigenvalues could not be computed")
+	}
+	vals := eig.Values(nil)
+	if vals[0] < -1e-12*math.Max(math.Abs(vals[n-1]), 1) {
+		return fmt.Errorf("the covariance matrix is not positive semi-definite (smallest eigenvalue %g)", vals[0])
+	}
+	return nil
+}
+
+// prior returns the covariance the flag gives for a task of n states: nil for none.
+func (b *beliefPriorFlag) prior(n int) ([][]float64, error) {
+	if b.matrix != nil {
+		if len(b.matrix) != n {
+			return nil, usagef("--belief-prior is a %d×%d matrix; the task has %d states", len(b.matrix), len(b.matrix), n)
+		}
+		return b.matrix, nil
+	}
+	if b.variance == 0 {
+		return nil, nil
+	}
+	out := models.Identity(n)
+	for i := range out {
+		out[i][i] = b.variance
+	}
+	return out, nil
 }
 
 // temperatureFlag is --temperature: a number >= 0, "task" for the task's temperature (paper
@@ -73,6 +178,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	tf.registerTask(fs)
 	tf.registerObserve(fs)
 	fs.StringVar(&tf.planner, "planner", "", "the agent's planner, `full|partial`: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
+	fs.StringVar(&tf.timing, "timing", "", "which observations the agent's action at t uses, `act-then-see|see-then-act`: act-then-see (those of x_0..x_{t-1}, the paper's agent) or see-then-act (it sees x_t, updates its belief, then acts: lqg's agent; planner full); default: the task's")
 	tf.registerBackend(fs)
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood, `ours|baseline`: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
@@ -83,7 +189,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
 		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
 		fs.Float64Var(&tf.jitter, "jitter", 0, "`variance` added to each step's state covariance before it is factorized, a floor under the noise the likelihood represents; default: the task's (1e-6, the reference's, unless the task sets one)")
-		fs.Float64Var(&tf.beliefPrior, "belief-prior", 0, "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate: 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
+		fs.Var(&tf.beliefPrior, "belief-prior", "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate, or its covariance matrix by rows (\"a,b;c,d\"): 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
 }
 
@@ -103,8 +209,21 @@ func (tf *taskFlags) registerTask(fs *flag.FlagSet) {
 	fs.StringVar(&tf.taskFile, "task-file", "", "read the task from a TOML `file` instead of --task (docs/tasks.md, \"Tasks from a file\")")
 }
 
-// model returns the task of --task or --task-file.
+// model returns the task of --task or --task-file, with --timing's observation timing.
 func (tf *taskFlags) model() (models.Model, error) {
+	m, err := tf.namedModel()
+	if err != nil || tf.timing == "" {
+		return m, err
+	}
+	switch t := models.Timing(tf.timing); t {
+	case models.ActThenSee, models.SeeThenAct:
+		return models.WithTiming(m, t), nil
+	}
+	return nil, usagef("unknown --timing %q: use act-then-see or see-then-act", tf.timing)
+}
+
+// namedModel returns the task of --task or --task-file.
+func (tf *taskFlags) namedModel() (models.Model, error) {
 	switch {
 	case tf.task != "" && tf.taskFile != "":
 		return nil, usagef("--task and --task-file are mutually exclusive: give one")
@@ -158,14 +277,9 @@ func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
 // likelihoodOptions returns the likelihood options of the flags.
 func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
 	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps, NominalFilter: tf.nominalFilter}
-	if b := tf.beliefPrior; b != 0 {
-		if !(b > 0) || math.IsInf(b, 0) {
-			return o, usagef("--belief-prior must be a finite variance >= 0, got %g", b)
-		}
-		o.Prior = likelihood.ReferencePrior(spec)
-		for i := range o.Prior {
-			o.Prior[i][i] = b
-		}
+	var err error
+	if o.Prior, err = tf.beliefPrior.prior(len(spec.States)); err != nil {
+		return o, err
 	}
 	if j := tf.jitter; j != 0 {
 		if !(j > 0) || math.IsInf(j, 0) {
@@ -173,7 +287,6 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		}
 		o.Jitter = j
 	}
-	var err error
 	if o.Observe, err = tf.observeMode(); err != nil {
 		return o, err
 	}

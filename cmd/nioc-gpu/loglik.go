@@ -15,7 +15,7 @@ func init() {
 }
 
 func runLoglik(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("loglik", "--task NAME --data FILE.csv [--params name=value,...] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--linearize data|mean|ilqg]", stderr)
+	fs := newFlags("loglik", "--task NAME --data FILE.csv [--params name=value,...] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg]", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	dataPath := fs.String("data", "", "trajectory CSV (header subject,trial,t,<states>)")

@@ -83,7 +83,7 @@ func (pf *popFlags) check() error {
 }
 
 func runPopulation(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--truth FILE] [--backend go|xla] --out DIR", stderr)
+	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--truth FILE] [--backend go|xla] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var pf popFlags

@@ -18,7 +18,7 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")

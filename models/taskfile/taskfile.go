@@ -39,6 +39,7 @@ type schema struct {
 	StateBound        float64           `toml:"state_bound"`
 	Jitter            float64           `toml:"jitter"`
 	PlanOver          string            `toml:"plan_over"`
+	Timing            string            `toml:"timing"`
 	X0                []any             `toml:"x0"`
 	BeliefCov         [][]any           `toml:"belief_cov"`
 	Constants         map[string]any    `toml:"constants"`
@@ -278,6 +279,12 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 		spec.Horizon = models.Horizon(s.PlanOver)
 		if spec.Horizon != models.HorizonTrial && spec.Horizon != models.HorizonTask {
 			return d.errorf("plan_over", "unknown plan_over %q: use \"trial\" (each trial is a plan of its own length) or \"task\" (plans over horizon steps; trials are their first steps)", s.PlanOver)
+		}
+	}
+	if d.has("timing") {
+		spec.Timing = models.Timing(s.Timing)
+		if spec.Timing != models.ActThenSee && spec.Timing != models.SeeThenAct {
+			return d.errorf("timing", "unknown timing %q: use \"act-then-see\" (the paper's agent: its action at t uses the observations before x_t) or \"see-then-act\" (it sees x_t, updates its belief, then acts: lqg's agent)", s.Timing)
 		}
 	}
 	for i, ps := range s.Params {
