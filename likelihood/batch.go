@@ -18,7 +18,9 @@ type Batching struct {
 	// call so that the compiled graphs are reused; 0 means the most of any row of the call.
 	Trials int
 	// MaxBatch bounds rows × Trials per graph run, which bounds memory; 0 means
-	// DefaultMaxBatch.
+	// DefaultMaxBatch. A row of more trials than MaxBatch is evaluated in parts of at most
+	// MaxBatch trials whose log-likelihoods and gradients are summed (not under
+	// LinearizeMean, whose control law depends on all of a row's trials together).
 	MaxBatch int
 	// Most is the most rows any call will pass, or 0 if unknown. On a backend whose compiles
 	// are slow (XLA) every chunk has the same size, at most Most rows, so that one graph is
@@ -39,6 +41,11 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	if len(rows) == 0 {
 		return nil, nil, nil
+	}
+	if b.MaxBatch > 0 && e.splitsTrials() {
+		if ll, grad, ok, err := e.evalSplit(rows, theta, b); ok {
+			return ll, grad, err
+		}
 	}
 	trials, steps := b.Trials, 0
 	for _, r := range rows {
@@ -166,4 +173,55 @@ func chunkLadder(most, Most, workers int, compilesSlowly bool) []int {
 		ladder = append(ladder, max(c, 1))
 	}
 	return ladder
+}
+
+// splitsTrials reports whether a row's log-likelihood is the sum of those of any partition
+// of its trials: every linearization but LinearizeMean (one control law from the mean of all
+// of a row's trials).
+func (e *Evaluator) splitsTrials() bool { return e.opts.Linearize != LinearizeMean }
+
+// evalSplit is EvalRows for rows with more trials than b.MaxBatch: each such row is split
+// into parts of at most MaxBatch trials (as evenly as possible), the parts evaluated as rows
+// of their own at the row's θ, and their log-likelihoods and gradients summed. ok is false
+// when no row needs it.
+func (e *Evaluator) evalSplit(rows [][][][]float64, theta [][]float64, b Batching) (ll []float64, grad [][]float64, ok bool, err error) {
+	var parts [][][][]float64
+	var thetas [][]float64
+	var owner []int
+	for i, r := range rows {
+		n := (len(r) + b.MaxBatch - 1) / b.MaxBatch
+		if n > 1 {
+			ok = true
+		}
+		n = max(n, 1)
+		for k := range n {
+			parts = append(parts, r[k*len(r)/n:(k+1)*len(r)/n])
+			thetas = append(thetas, theta[i])
+			owner = append(owner, i)
+		}
+	}
+	if !ok {
+		return nil, nil, false, nil
+	}
+	sub := b
+	sub.Trials = min(b.MaxBatch, max(b.Trials, 0))
+	if b.Most > 0 {
+		sub.Most = len(parts) * b.Most / len(rows)
+	}
+	pll, pgrad, err := e.EvalRows(parts, thetas, sub)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	ll = make([]float64, len(rows))
+	grad = make([][]float64, len(rows))
+	for j, i := range owner {
+		ll[i] += pll[j]
+		if grad[i] == nil {
+			grad[i] = make([]float64, len(pgrad[j]))
+		}
+		for k, g := range pgrad[j] {
+			grad[i][k] += g
+		}
+	}
+	return ll, grad, true, nil
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // TestEvalRows: rows of different numbers of trials at different θ, evaluated in chunks
-// (MaxBatch forcing several graph runs) or all in one, give each row's own log-likelihood and
-// gradient, the same as evaluating it alone.
+// (MaxBatch forcing several graph runs), with rows split into parts of fewer trials (MaxBatch
+// below a row's trials) or all in one, give each row's own log-likelihood and gradient, the
+// same as evaluating it alone.
 func TestEvalRows(t *testing.T) {
 	m, err := models.Get("linear")
 	require.NoError(t, err)
@@ -39,7 +40,7 @@ func TestEvalRows(t *testing.T) {
 		require.NoError(t, err)
 		alone[i], aloneGrad[i] = ll[0], g[0]
 	}
-	for _, batching := range []Batching{{}, {Trials: 5, MaxBatch: 10}, {Trials: 5, MaxBatch: 1, Most: 3}} {
+	for _, batching := range []Batching{{}, {Trials: 5, MaxBatch: 10}, {Trials: 5, MaxBatch: 1, Most: 3}, {Trials: 5, MaxBatch: 2}, {MaxBatch: 3}} {
 		ll, grad, err := e.EvalRows(rows, thetas, batching)
 		require.NoError(t, err, "%+v", batching)
 		require.Len(t, ll, len(rows))

@@ -60,9 +60,11 @@ type fitFlags struct {
 	seed                                                   uint64
 	start, uncertainty, bootAgents                         string
 	every                                                  time.Duration
+	maxMemory                                              memoryFlag
 }
 
 func (ff *fitFlags) register(fs *flag.FlagSet) {
+	fs.Var(&ff.maxMemory, "max-memory", "memory `budget|auto`: a size (1.5GB, 800MB) that the likelihood's evaluations keep within, choosing the form (unrolled, or looped with fewer trajectories per run) by it; auto (default): half of the machine's memory; 0: none (docs/speed.md, \"Long trials\")")
 	fs.IntVar(&ff.restarts, "restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	fs.Uint64Var(&ff.seed, "seed", 1, "seed of the restarts' initial points")
 	fs.IntVar(&ff.maxIter, "max-iter", 200, "L-BFGS-B iterations per restart")
@@ -97,7 +99,7 @@ func (ff *fitFlags) check() error {
 }
 
 func runFit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian|bootstrap] [--bootstrap-agents ours,ours-nonoise,iter3,iter10] [--check-draws 20] [--infer name,...] [--fix name=value,...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--backend go|xla] --out results.jsonl", stderr)
+	fs := newFlags("fit", "--task NAME --data FILE.csv [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--first-order-noise] [--restarts 50] [--seed S] [--start fit.jsonl] [--max-iter N] [--uncertainty robust|hessian|bootstrap] [--bootstrap-agents ours,ours-nonoise,iter3,iter10] [--check-draws 20] [--infer name,...] [--fix name=value,...] [--shard k/N] [--resume] [--checkpoint-every 60s] [--max-memory auto|SIZE] [--backend go|xla] --out results.jsonl", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -132,6 +134,10 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err := sf.checkTemperature(&tf, spec, opts, fixed); err != nil {
 		return err
 	}
+	set, opts, err := readPlanned(&tf, &sf, m, opts, ff.maxMemory, stderr)
+	if err != nil {
+		return err
+	}
 	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
@@ -153,10 +159,6 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	if sameFile(fit.CSVPath(sf.out), sf.data) {
 		return usagef("the results table %s would overwrite the data file; choose another --out", fit.CSVPath(sf.out))
-	}
-	set, err := readData(sf.data, spec)
-	if err != nil {
-		return err
 	}
 	if err := noteLengths(stderr, set, spec, sf.data); err != nil {
 		return err

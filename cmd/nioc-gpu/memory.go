@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// memoryFlag is --max-memory: a size ("1.5GB", "800MB", "2GiB"), "auto" (the default: half of
+// the machine's memory where it can be read, else none) or 0 for no budget.
+type memoryFlag struct {
+	explicit bool
+	bytes    int64
+}
+
+func (m *memoryFlag) String() string {
+	if m == nil || !m.explicit {
+		return "auto"
+	}
+	return strconv.FormatInt(m.bytes, 10)
+}
+
+var memoryUnits = []struct {
+	suffix string
+	bytes  float64
+}{{"gib", 1 << 30}, {"mib", 1 << 20}, {"gb", 1e9}, {"mb", 1e6}, {"g", 1e9}, {"m", 1e6}, {"b", 1}}
+
+func (m *memoryFlag) Set(s string) error {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "auto" {
+		*m = memoryFlag{}
+		return nil
+	}
+	unit := 1.0
+	for _, u := range memoryUnits {
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, unit = strings.TrimSpace(rest), u.bytes
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return fmt.Errorf("want a size such as 1.5GB or 800MB, auto, or 0 for no budget, got %q", s)
+	}
+	*m = memoryFlag{explicit: true, bytes: int64(v * unit)}
+	return nil
+}
+
+// budget returns the budget in bytes: 0 for none.
+func (m memoryFlag) budget() int64 {
+	if m.explicit {
+		return m.bytes
+	}
+	return machineMemory() / 2
+}
+
+// machineMemory returns the machine's memory (MemTotal of /proc/meminfo), 0 where it cannot be read.
+func machineMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// readPlanned reads the subjects of --data and applies --max-memory to their evaluations
+// (planMemory).
+func readPlanned(tf *taskFlags, sf *subjectFlags, m models.Model, opts likelihood.Options, mem memoryFlag, stderr io.Writer) (*data.Set, likelihood.Options, error) {
+	set, err := readData(sf.data, m.Spec())
+	if err != nil {
+		return nil, opts, err
+	}
+	opts, err = planMemory(tf, m, opts, set, mem, &sf.maxBatch, stderr)
+	return set, opts, err
+}
+
+// planMemory applies --max-memory to a fit of set: likelihood.PlanMemory chooses the form and
+// bounds the trajectories per graph run (lowering *maxBatch), and an explicit budget becomes
+// the Go runtime's memory limit (debug.SetMemoryLimit), so that the collector keeps to it. It
+// says on stderr when the budget changes how the fit runs.
+func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *data.Set, mem memoryFlag, maxBatch *int, stderr io.Writer) (likelihood.Options, error) {
+	budget := mem.budget()
+	if budget <= 0 {
+		return opts, nil
+	}
+	if mem.explicit {
+		debug.SetMemoryLimit(budget)
+	}
+	b, err := tf.backendOrErr()
+	if err != nil {
+		return opts, err
+	}
+	_, steps := set.StepRange()
+	planned, plan, err := likelihood.PlanMemory(m, b, opts, steps, budget)
+	if err != nil {
+		return opts, usagef("--max-memory: %v", err)
+	}
+	if plan.Form == likelihood.FormLooped {
+		*maxBatch = min(*maxBatch, plan.MaxTrajectories)
+		fmt.Fprintf(stderr, "note: trials of %d steps: the unrolled graph would take about %s, more than --max-memory %s; the looped form runs instead, %d trajectories at a time per core (about %s each)\n",
+			steps, likelihood.Bytes(plan.Unrolled), likelihood.Bytes(budget), *maxBatch, likelihood.Bytes(plan.Looped))
+	}
+	return planned, nil
+}
