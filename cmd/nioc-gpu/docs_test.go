@@ -1,17 +1,29 @@
 package main
 
-// The documents' commands, run as a reader runs them: every fenced ```sh block of README.md
-// and docs/tutorial.md is run by sh, in order, in a temporary directory per document, with
-// nioc-gpu on the PATH (this package's test binary, through TestCLIHelperProcess: the
-// command line of the tree under test). Each block must exit with status 0, and the files the
-// document says its commands write must be there. A block that cannot run in a test is
-// skipped only where docSkips names it and says why; a size is changed only where
-// docSubstitutions says so and why. An entry of either that no longer matches anything fails
-// the test, so that neither list outlives the text it was written for.
+// The documents' commands, run as a reader runs them. Every fenced ```sh block of README.md
+// and of every docs/*.md, and every `$ ` line of a plain fenced block that shows a session
+// (docs/tasks.md), is run by sh, in order, in a temporary directory per document laid out as
+// the checkout is where the commands need it: nioc-gpu on the PATH and as bin/nioc-gpu (this
+// package's test binary, through TestCLIHelperProcess: the command line of the tree under
+// test), bench/ and examples/ linked to the checkout's. Each block must exit with status 0, and
+// the files the document says its commands write must be there. What a reader has before a
+// document's first command (a study's CSV file, a fit) is made by its docCase's setup.
+//
+// A block that cannot run in a test is skipped only where docSkips names its commands and
+// says why (.ci/run runs some of them); a block of Python commands runs where python3 is
+// installed (docNeeds); a size is changed only where docSubstitutions says so and why. An
+// entry of docSkips, docSubstitutions or docCases that no longer matches anything fails the
+// test, so that none outlives the text it was written for. A command outside ```sh blocks (in
+// an indented block or a plain fence, where it would not run) fails TestDocsNoHiddenCommands,
+// unless it is a synopsis (`[--flag]`).
+//
+// TestDocsCommandLines (docs_lines_test.go) checks every command of the documents without
+// running it, the commands in prose and tables too: that the command, make target, script or
+// program exists and takes every flag written with it.
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"image/png"
 	"os"
@@ -33,29 +45,83 @@ type docSkip struct{ prefix, reason string }
 
 var docSkips = []docSkip{
 	{"make demo", "builds bin/nioc-gpu and writes out/demo in the checkout (not a temporary directory); .ci/run runs it"},
-	{"make test", "the test suite itself, which runs this test"},
+	{"make test", "the test suite itself, which runs this test; .ci/run runs it"},
+	{"make xla-cpu", "downloads a 200 MB wheel from PyPI (the tests need no network); the XLA tests run where it is installed"},
+	{"make xla-cuda", "downloads 3 GB of wheels from PyPI for a CUDA GPU"},
+	{"python3 bench/jaxref/robustness.py", "its commands in the documents simulate with the JAX reference's agent (--agents ref): a checkout of RothkopfLab/nioc-neurips (REF) and a Python with JAX (JAXENV); hours on 2 cores"},
+	{"python3 bench/intervals/agent_bootstrap.py", "reads a robustness study of the reference's agent (DIR, made by robustness.py with REF); hours on 2 cores"},
+}
+
+// docNeeds are programs some blocks need besides sh and nioc-gpu: a block whose commands
+// all begin with prefix runs where tool is on the PATH, and is logged as not run elsewhere.
+var docNeeds = []struct{ prefix, tool string }{
+	{"python3 ", "python3"},
 }
 
 // docSubstitution changes a document's command line for the test: from must occur in the
-// document's commands, and is replaced by to.
+// document's commands that are run, and is replaced by to.
 type docSubstitution struct{ doc, from, to, reason string }
 
+// docSample is the size of the posteriors the test draws: every file and figure of sample in
+// seconds.
+const docSample = "--warmup 10 --draws 10 --chains 2 --max-depth 4"
+
 var docSubstitutions = []docSubstitution{
-	{"docs/tutorial.md", "--warmup 200 --draws 300", "--warmup 10 --draws 10 --chains 2",
+	{"docs/tutorial.md", "--warmup 200 --draws 300", docSample,
 		"the tutorial's posterior takes minutes on 2 cores; 2 chains of 10 + 10 draws write every file and figure in seconds"},
+
+	{"docs/guide.md", "--subjects 10 --trials 50", "--subjects 2 --trials 5", "a small study"},
+	{"docs/guide.md", "--restarts 50", "--restarts 2", "2 restarts write the same files as 50"},
+	{"docs/guide.md", "${SLURM_ARRAY_TASK_ID}", "1", "the array task's id, which Slurm sets: the test runs task 1 as a plain script (make slurm-check runs the job under Slurm)"},
+	{"docs/guide.md", "--sets 100 --trials 50", "--sets 2 --trials 5", "the evaluation's 100 sets × 50 trials take hours"},
+	{"docs/guide.md", "--sets 1 --trials 100", "--sets 1 --trials 5 --restarts 2", "a small light-dark evaluation"},
+
+	{"docs/posterior.md", " --out study-post", " " + docSample + " --out study-post", "sample's default 4 chains × (500 + 1000) draws take minutes"},
+	{"docs/posterior.md", "--warmup 150 --draws 100", docSample, "4 chains × (150 + 100) draws of reaching take 18 minutes"},
+	{"docs/posterior.md", "--trials 50 --seed 4", "--trials 5 --seed 4", "a small reaching study"},
+	{"docs/posterior.md", "--restarts 20 --seed 1", "--restarts 2 --seed 1", "2 restarts write the same files as 20"},
+	{"docs/posterior.md", "--sets 100 --trials 50", "--sets 2 --trials 5", "the calibration's 100 sets take hours to sample"},
+	{"docs/posterior.md", "go run ./bench/sbc", "bench-sbc", "go run needs the checkout's module: the setup built ./bench/sbc from it onto the PATH"},
+	{"docs/posterior.md", "--thin 99", "--thin 9", "2 chains × 10 draws: the truth ranked among 9 of them"},
+	{"docs/posterior.md", "--data ld.csv --out", "--data ld.csv --restarts 2 --out", "fit's default 50 restarts"},
+	{"docs/posterior.md", "--restarts 8", "--restarts 2", "2 restarts write the same files as 8"},
+
+	{"docs/results.md", "TASK", "pendulum", "a placeholder: the table's rows are the tasks"},
+	{"docs/results.md", "OBS", "partial", "a placeholder: partial or full"},
+	{"docs/results.md", "LIN", "data", "a placeholder: the table's column LIN"},
+	{"docs/results.md", "--sets 100 --trials 50 --restarts 20", "--sets 2 --trials 5 --restarts 2", "the study's 100 sets take hours; most of its 10 shards are then empty, which eval allows"},
+
+	{"docs/groups.md", "--groups control=20,patient=20", "--groups control=3,patient=3", "a small population"},
+	{"docs/groups.md", "--trials 10 --seed 1", "--trials 3 --seed 1", "a small population"},
+	{"docs/groups.md", "--out pop", "--restarts 2 --out pop", "population's default 20 restarts of each independent fit"},
+	{"docs/groups.md", "--out hier", docSample + " --out hier", "sample's default 4 chains × (500 + 1000) draws take minutes"},
+	{"docs/groups.md", "--subjects 20 --seed 1", "--subjects 3 --trials 5 --seed 1", "20 light-dark subjects × 50 trials, fitted twice"},
+	{"docs/groups.md", "--restarts 20 --out", "--restarts 2 --out", "2 restarts write the same files as 20"},
+	{"docs/groups.md", "--subjects 40 --trials 3", "--subjects 4 --trials 3", "a small study"},
+	{"docs/groups.md", "--trials 10 --studies", "--trials 3 --studies", "a small study"},
+	{"docs/groups.md", "--studies 20 --out DIR", "--studies 1 --restarts 2 --out DIR", "one small study of the 20"},
+	{"docs/groups.md", "make build\n", "", "bin/nioc-gpu is there: the test's, the command line of the tree under test"},
+	{"docs/groups.md", "compare_planners.py --bin bin/nioc-gpu --studies 20 --out", "compare_planners.py --bin bin/nioc-gpu --studies 1 --subjects 8 --trials 2 --restarts 2 --out",
+		"one small study of the 40 (the script fails unless PXP > 0.9, which 8 subjects can reach)"},
+	{"docs/groups.md", "compare_planners.py --bin bin/nioc-gpu --studies 20 --trials 1", "compare_planners.py --bin bin/nioc-gpu --studies 1 --subjects 8 --trials 1 --restarts 2",
+		"one small study of the 40"},
+
+	{"docs/tasks.md", "--trials 50 --out saccade.csv", "--trials 5 --out saccade.csv", "a small study"},
+	{"docs/tasks.md", "--data saccade.csv --out", "--data saccade.csv --restarts 2 --out", "fit's default 50 restarts"},
 }
 
-// docCase is a document whose ```sh blocks are run, with what it needs before them (files a
-// reader has already, made by setup) and what it says they write (check).
+// docCase is what a document's commands need before them (files a reader has already, made
+// by setup) and what they write: files (relative to the document's directory) that must be
+// there after them, and check, further checks. A document with runnable blocks and no
+// docCase runs them without either.
 type docCase struct {
-	path  string
-	setup func(t *testing.T, dir string)
-	check func(t *testing.T, dir string)
+	setup  func(t *testing.T, dir string)
+	writes []string
+	check  func(t *testing.T, dir string)
 }
 
-var docCases = []docCase{
-	{
-		path: "README.md",
+var docCases = map[string]docCase{
+	"README.md": {
 		// "Your own data in three commands" begins with the reader's CSV file (shown, not
 		// made by a command): a pendulum study of 2 subjects × 10 trials stands in for it.
 		setup: func(t *testing.T, dir string) {
@@ -74,10 +140,61 @@ var docCases = []docCase{
 			assert.Len(t, cliReadCSV(t, filepath.Join(dir, "study-fit.csv")), 3, "a header and one row per subject")
 		},
 	},
-	{
-		path:  "docs/tutorial.md",
-		check: checkTutorial,
+	"docs/tutorial.md": {check: checkTutorial},
+	// "Fitting many subjects", the Slurm job (task 1 of 16), "Simulating a population" (its
+	// three files) and "The paper's evaluation" (the files and figures it names).
+	"docs/guide.md": {writes: []string{
+		"study.csv", "study-fit.jsonl", "study-fit.csv", "fits/shard-1.jsonl",
+		"data.csv", "data.truth.csv", "data.subjects.csv",
+		"eval/errors.png", "eval/infoseeking/lightdark_maps.png",
+		"eval/reaching/truth.csv", "eval/reaching/data.csv", "eval/reaching/fit-ours.jsonl", "eval/reaching/fit-baseline.jsonl",
+		"eval/reaching/estimates.csv", "eval/reaching/summary.json", "eval/reaching/true_vs_estimated.png",
+		"eval/reaching/errors.png", "eval/reaching/trajectories.png",
+	}},
+	"docs/posterior.md": {
+		// The reader's study and fit of the README; the light-dark set of the table's first
+		// row ("nioc-gpu simulate --task lightdark --trials 500 --seed S --params …"), 5
+		// trials; bench/sbc built from the checkout.
+		setup: func(t *testing.T, dir string) {
+			cliSimulate(t, dir, "study.csv", "--task", "pendulum", "--subjects", "2", "--trials", "10")
+			cliOK(t, "fit", "--task", "pendulum", "--data", filepath.Join(dir, "study.csv"), "--restarts", "2", "--quiet",
+				"--out", filepath.Join(dir, "study-fit.jsonl"))
+			cliSimulate(t, dir, "ld.csv", "--task", "lightdark", "--trials", "5", "--seed", "3",
+				"--params", "light_cost=0.1,sigma=0.1,target_x=0")
+			docGoBuild(t, "./bench/sbc", filepath.Join(dir, "bin", "bench-sbc"))
+		},
+		writes: []string{
+			"study-post/draws.csv", "study-post/summary.json", "study-post-init/summary.csv",
+			"reach-fit.jsonl", "reach-post/summary.json", "reach-post/corner-1.png",
+			"sbc/lin/truth.csv", "sbc/lin-post/draws.csv", "sbc/fit.jsonl",
+			"ld-data.jsonl", "ld-ilqg.jsonl",
+		},
 	},
+	"docs/results.md": {writes: []string{"out/full/pendulum-partial/summary.json", "out/full/pendulum-partial/estimates.csv"}},
+	// The population fit's files (its --out's help lists them), the hierarchical posterior's,
+	// compare-models' and the two scripts' summaries.
+	"docs/groups.md": {writes: []string{
+		"study.csv", "study.truth.csv", "study.subjects.csv",
+		"pop/independent.jsonl", "pop/em.jsonl", "pop/population.json", "pop/population.csv", "pop/subjects.csv",
+		"pop/population.png", "pop/shrinkage.png",
+		"hier/hierarchical.json", "hier/draws.csv",
+		"bms/bms.json", "bms/subjects.csv", "bms/bms.png",
+		"DIR/summary.json", "out/groups/summary.csv", "out/groups-1trial/summary.csv",
+	}},
+	"docs/tasks.md": {writes: []string{"saccade.csv", "saccade-fit.jsonl", "saccade-fit.csv"}},
+}
+
+// docGoBuild builds the package pkg of the checkout (a path relative to its root) into out.
+func docGoBuild(t *testing.T, pkg, out string) {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goCmd, "build", "-o", out, pkg)
+	cmd.Dir = docPath(t, ".")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, b)
 }
 
 // tutorialFields are the fields of fit's results and sample's summaries that the tutorial
@@ -153,34 +270,118 @@ func docPath(t *testing.T, rel string) string {
 	return filepath.Join("..", "..", filepath.FromSlash(rel))
 }
 
-// docBlock is a fenced ```sh block: its first line in the document and its text.
-type docBlock struct {
-	line int
-	text string
+// docFiles returns the documents, relative to the repository's root: README.md and
+// docs/*.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(docPath(t, "docs/*.md"))
+	require.NoError(t, err)
+	out := []string{"README.md"}
+	for _, p := range paths {
+		out = append(out, "docs/"+filepath.Base(p))
+	}
+	require.Greater(t, len(out), 2, "no docs/*.md")
+	return out
 }
 
-// shBlocks returns the fenced blocks of a Markdown text whose info string is sh.
-func shBlocks(text string) []docBlock {
-	var out []docBlock
+// docBlock is a code block of a Markdown document: its first line in the document, its text
+// and its info string (fenced) or indented true.
+type docBlock struct {
+	line     int
+	text     string
+	info     string
+	indented bool
+}
+
+// markdownBlocks returns the code blocks of a Markdown text, fenced and indented, and its
+// prose: the text with the blocks' lines blanked, so that line numbers stay. An indented block
+// begins after a blank line.
+func markdownBlocks(text string) (blocks []docBlock, prose string) {
 	var cur *docBlock
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	var fence string
+	var rest strings.Builder
+	lines := strings.Split(text, "\n")
+	prevBlank := true
+	for i, line := range lines {
+		n, trimmed := i+1, strings.TrimSpace(line)
+		inBlock := true
 		switch {
-		case cur == nil && strings.TrimSpace(line) == "```sh":
-			cur = &docBlock{line: n}
-		case cur != nil && strings.TrimSpace(line) == "```":
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			cur.text += line + "\n"
+		case cur != nil && !cur.indented:
+			if trimmed == fence {
+				blocks = append(blocks, *cur)
+				cur = nil
+			} else {
+				cur.text += line + "\n"
+			}
+		case strings.HasPrefix(strings.TrimLeft(line, " "), "```") && len(line)-len(strings.TrimLeft(line, " ")) < 4:
+			if cur != nil {
+				blocks = append(blocks, *cur)
+			}
+			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
+			cur = &docBlock{line: n, info: strings.TrimSpace(trimmed[len(fence):])}
+		case cur != nil && cur.indented && (strings.HasPrefix(line, "    ") || trimmed == ""):
+			cur.text += strings.TrimPrefix(line, "    ") + "\n"
+		case strings.HasPrefix(line, "    ") && prevBlank && trimmed != "":
+			cur = &docBlock{line: n, indented: true, text: line[4:] + "\n"}
+		default:
+			if cur != nil {
+				blocks = append(blocks, *cur)
+				cur = nil
+			}
+			inBlock = false
+		}
+		if inBlock {
+			rest.WriteString("\n")
+		} else {
+			rest.WriteString(line + "\n")
+		}
+		prevBlank = trimmed == ""
+	}
+	if cur != nil {
+		blocks = append(blocks, *cur)
+	}
+	return blocks, rest.String()
+}
+
+// runnableBlocks returns the blocks of a document that the test runs: its ```sh blocks, and
+// its plain fenced blocks that show a session (lines `$ command`), as the script of their
+// commands.
+func runnableBlocks(blocks []docBlock) []docBlock {
+	var out []docBlock
+	for _, b := range blocks {
+		switch {
+		case b.indented:
+		case b.info == "sh":
+			out = append(out, b)
+		case b.info == "":
+			if script := transcriptScript(b.text); script != "" {
+				out = append(out, docBlock{line: b.line, text: script})
+			}
 		}
 	}
 	return out
 }
 
-// blockCommands returns the first lines of a block's commands: its lines that are neither
-// blank nor comments nor continuations (of a line ending in \ or of a here-document).
+// isSessionLine reports whether a line of a block is a command of a session shown in a plain
+// fence, which runnableBlocks runs.
+func isSessionLine(b docBlock, line string) bool {
+	return !b.indented && b.info == "" && strings.HasPrefix(line, "$ ")
+}
+
+// transcriptScript returns the commands of a session's lines `$ command`, "" if it has none.
+func transcriptScript(text string) string {
+	var script strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "$ "); ok {
+			script.WriteString(cmd + "\n")
+		}
+	}
+	return script.String()
+}
+
+// blockCommands returns a script's commands, each with its continuation lines (a line ending
+// in \) joined: its lines that are neither blank nor comments nor continuations nor the body
+// of a here-document.
 func blockCommands(text string) []string {
 	var out []string
 	continued, heredoc := false, ""
@@ -193,6 +394,7 @@ func blockCommands(text string) []string {
 			}
 			continue
 		case continued:
+			out[len(out)-1] = strings.TrimSpace(strings.TrimSuffix(out[len(out)-1], `\`)) + " " + trimmed
 		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
 			continue
 		default:
@@ -231,6 +433,39 @@ func skipReason(b docBlock, used map[string]bool) (string, error) {
 	return strings.Join(reasons, "; "), nil
 }
 
+// missingTool returns the program a block needs (docNeeds) that is not on the PATH, "" if
+// none.
+func missingTool(b docBlock) string {
+	cmds := blockCommands(b.text)
+	for _, n := range docNeeds {
+		all := len(cmds) > 0
+		for _, c := range cmds {
+			all = all && strings.HasPrefix(c, n.prefix)
+		}
+		if _, err := exec.LookPath(n.tool); all && err != nil {
+			return n.tool
+		}
+	}
+	return ""
+}
+
+// docDir makes a document's temporary directory: bin/nioc-gpu runs this test binary as
+// nioc-gpu, bench/ and examples/ are the checkout's.
+func docDir(t *testing.T) string {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	wrapper := fmt.Sprintf("#!/bin/sh\nNIOC_GPU_HELPER_PROCESS=1 exec '%s' -test.run='^TestCLIHelperProcess$' -- \"$@\"\n", self)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin", "nioc-gpu"), []byte(wrapper), 0o755))
+	for _, d := range []string{"bench", "examples"} {
+		abs, err := filepath.Abs(docPath(t, d))
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(abs, filepath.Join(dir, d)))
+	}
+	return dir
+}
+
 func TestDocsCommands(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the documents' commands are POSIX shell")
@@ -239,53 +474,68 @@ func TestDocsCommands(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	// nioc-gpu on the PATH: this test binary, running the command line as main does.
-	bin := t.TempDir()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	wrapper := fmt.Sprintf("#!/bin/sh\nNIOC_GPU_HELPER_PROCESS=1 exec '%s' -test.run='^TestCLIHelperProcess$' -- \"$@\"\n", self)
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "nioc-gpu"), []byte(wrapper), 0o755))
-
-	usedSkips, usedSubs := map[string]bool{}, map[int]bool{}
-	for _, dc := range docCases {
-		t.Run(dc.path, func(t *testing.T) {
-			text, err := os.ReadFile(docPath(t, dc.path))
-			require.NoError(t, err)
-			blocks := shBlocks(string(text))
-			require.NotEmpty(t, blocks, "%s has no ```sh blocks", dc.path)
-			dir := t.TempDir()
+	usedSkips, usedSubs, cased, ran := map[string]bool{}, map[int]bool{}, map[string]bool{}, map[string]bool{}
+	for _, doc := range docFiles(t) {
+		text, err := os.ReadFile(docPath(t, doc))
+		require.NoError(t, err)
+		all, _ := markdownBlocks(string(text))
+		blocks := runnableBlocks(all)
+		if len(blocks) == 0 {
+			continue
+		}
+		dc := docCases[doc]
+		cased[doc] = true
+		t.Run(doc, func(t *testing.T) {
+			ran[doc] = true
+			dir := docDir(t)
 			if dc.setup != nil {
 				dc.setup(t, dir)
 			}
 			for _, b := range blocks {
 				reason, err := skipReason(b, usedSkips)
-				require.NoError(t, err, dc.path)
+				require.NoError(t, err, doc)
 				if reason != "" {
-					t.Logf("%s:%d not run: %s", dc.path, b.line, reason)
+					t.Logf("%s:%d not run: %s", doc, b.line, reason)
 					continue
 				}
 				script := b.text
 				for i, s := range docSubstitutions {
-					if s.doc == dc.path && strings.Contains(script, s.from) {
+					if s.doc == doc && strings.Contains(script, s.from) {
 						script = strings.ReplaceAll(script, s.from, s.to)
 						usedSubs[i] = true
-						t.Logf("%s:%d: %q run as %q (%s)", dc.path, b.line, s.from, s.to, s.reason)
+						t.Logf("%s:%d: %q run as %q (%s)", doc, b.line, s.from, s.to, s.reason)
 					}
 				}
+				if tool := missingTool(b); tool != "" {
+					t.Logf("%s:%d not run: no %s here", doc, b.line, tool)
+					continue
+				}
 				start := time.Now()
-				cmd := exec.Command(sh, "-e", "-c", script)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				cmd := exec.CommandContext(ctx, sh, "-e", "-c", script)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+				cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
+					"PYTHONDONTWRITEBYTECODE=1")
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
 				err = cmd.Run()
-				require.NoError(t, err, "%s:%d: the block\n%s\nfailed; its output:\n%s", dc.path, b.line, b.text, out.String())
-				t.Logf("%s:%d ran in %v", dc.path, b.line, time.Since(start).Round(time.Millisecond))
+				cancel()
+				require.NoError(t, err, "%s:%d: the block\n%s\nrun as\n%s\nfailed; its output:\n%s", doc, b.line, b.text, script, out.String())
+				t.Logf("%s:%d ran in %v", doc, b.line, time.Since(start).Round(time.Millisecond))
+			}
+			for _, f := range dc.writes {
+				assert.FileExists(t, filepath.Join(dir, filepath.FromSlash(f)), "%s: its commands write %s", doc, f)
 			}
 			if dc.check != nil {
 				dc.check(t, dir)
 			}
 		})
+	}
+	if len(ran) < len(cased) || t.Failed() {
+		return // -run chose some documents, or one failed: the lists are checked when all pass
+	}
+	for doc := range docCases {
+		assert.True(t, cased[doc], "docCases: %s has no commands to run any more: remove its case", doc)
 	}
 	for _, s := range docSkips {
 		assert.True(t, usedSkips[s.prefix], "docSkips: no document has a block of %q any more: remove it", s.prefix)
@@ -295,15 +545,59 @@ func TestDocsCommands(t *testing.T) {
 	}
 }
 
+// TestDocsNoHiddenCommands: every command of the documents is in a ```sh block (or a
+// session's `$ ` line), where TestDocsCommands runs it, not in an indented block or a plain
+// fence where it would not; a synopsis (`[--flag]`) is no command.
+func TestDocsNoHiddenCommands(t *testing.T) {
+	for _, doc := range docFiles(t) {
+		text, err := os.ReadFile(docPath(t, doc))
+		require.NoError(t, err)
+		blocks, _ := markdownBlocks(string(text))
+		for _, b := range blocks {
+			if b.info == "sh" || b.info == "json" || b.info == "toml" || b.info == "go" || b.info == "python" {
+				continue
+			}
+			for i, line := range strings.Split(b.text, "\n") {
+				if isSessionLine(b, line) {
+					continue // run
+				}
+				c := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "$ "))
+				if kind, _ := docCheckCommand(c); kind != "" && !strings.Contains(c, "[-") {
+					t.Errorf("%s:%d: a command outside a ```sh block, which the tests would not run: %s", doc, b.line+i+boolInt(!b.indented), c)
+				}
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // TestDocBlocks: the extraction of blocks and of their commands, and the refusal of a block
 // that mixes skipped commands with others.
 func TestDocBlocks(t *testing.T) {
 	md := "text\n```sh\nnioc-gpu fit \\\n  --out a.jsonl   # fit\n# a comment\n\ncat > f.toml <<'EOF'\nname = \"x\"\nEOF\n```\n" +
-		"```\nnot sh\n```\n```sh\nmake demo\nmake test\n```\n```sh\nmake demo\nnioc-gpu tasks\n```\n"
-	blocks := shBlocks(md)
-	require.Len(t, blocks, 3)
+		"```\nnot sh\n```\n```sh\nmake demo\nmake test\n```\n```sh\nmake demo\nnioc-gpu tasks\n```\n" +
+		"\n    nioc-gpu tasks\n    make build\n\nprose `code`\n```\n$ nioc-gpu tasks\noutput\n```\n"
+	all, prose := markdownBlocks(md)
+	require.Len(t, all, 6)
+	assert.Equal(t, "sh", all[0].info)
+	assert.Equal(t, "", all[1].info)
+	assert.True(t, all[4].indented)
+	assert.Equal(t, 23, all[4].line)
+	assert.Equal(t, "nioc-gpu tasks\nmake build\n\n", all[4].text)
+	assert.Equal(t, strings.Count(md, "\n"), strings.Count(prose, "\n")-1, "the prose keeps the lines")
+	assert.Equal(t, "prose `code`", strings.Split(prose, "\n")[25])
+
+	blocks := runnableBlocks(all)
+	require.Len(t, blocks, 4)
 	assert.Equal(t, 2, blocks[0].line)
-	assert.Equal(t, []string{"nioc-gpu fit \\", "cat > f.toml <<'EOF'"}, blockCommands(blocks[0].text))
+	assert.Equal(t, []string{"nioc-gpu fit --out a.jsonl   # fit", "cat > f.toml <<'EOF'"}, blockCommands(blocks[0].text))
+	assert.Equal(t, "nioc-gpu tasks\n", blocks[3].text, "a session's commands")
 	used := map[string]bool{}
 	r, err := skipReason(blocks[0], used)
 	assert.NoError(t, err)
