@@ -10,7 +10,7 @@ LDFLAGS := -ldflags "-X main.version=$(VERSION)"
 DEMO    := out/demo
 TASK    ?= reaching
 
-.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda gpu-binaries dist vet clean slurm-check
+.PHONY: build test demo bench bench-sample bench-jax xla-cpu xla-cuda gpu-binaries dist vet clean slurm-check wheel python-test
 
 # Benchmarks: likelihood evaluations by task and batch size, batching, whole fits next to the
 # paper's timings. BENCH_ARGS=-fits=false for the quick part only.
@@ -36,12 +36,28 @@ bench-jax: build
 build:
 	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/nioc-gpu
 
-# The full test suite: no Python, no network, no GPU. About 5 minutes on 2 cores.
+# The full test suite: no network (but the Go module proxy), no GPU. About 5 minutes on 2 cores.
+# The Python tests run where python3 is present (bench/jaxref) and, for the Python client, where
+# Python >= 3.10 and its pinned packages are (the first run downloads them from PyPI if it can).
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	@if command -v python3 >/dev/null 2>&1; then cd bench/jaxref && python3 -m unittest discover -p 'test_*.py'; \
 	else echo "python3 not found: the Python tests of bench/jaxref are skipped"; fi
+	@$(MAKE) --no-print-directory build >/dev/null
+	@$(PYTHON_TEST_ENV) python/test.sh --optional
+
+# The Python client (python/, docs/python.md): a wheel that carries bin/nioc-gpu, in
+# python/dist/, and one per binary of `make dist` (where dist/ has them), in python/dist/portable/.
+wheel: build
+	$(PYTHON) python/build_wheel.py --binary $(BIN) --goos $$($(GO) env GOOS) --goarch $$($(GO) env GOARCH) --dist dist --out python/dist
+
+# Its tests: pinned packages (python/requirements-test.txt) in .pyvenv/, the wheel installed into
+# a fresh virtual environment, pytest against the binary's files. make test runs them where
+# Python >= 3.10 and the packages are there, and says why when it skips them.
+PYTHON_TEST_ENV = GO=$(GO) $(if $(filter command line environment,$(origin PYTHON)),PYTHON='$(PYTHON)')
+python-test: build
+	@$(PYTHON_TEST_ENV) python/test.sh
 
 # The README's Slurm array job, run for real on a one-node Slurm started in a temporary
 # directory (root, apt-get install slurm-wlm): one task requeued midway, the merged shards
