@@ -37,7 +37,8 @@ type MemoryPlan struct {
 // on backend b: the unrolled form where its graph fits (the default on the Go backend, and
 // the faster one), else the looped form with at most MaxTrajectories trajectories per graph
 // run (each of the machine's cores runs one). It builds the unrolled graph of 4 and 8 steps
-// to count its nodes per step. A budget of 0, a backend that compiles slowly (XLA: looped
+// to count its nodes per step (linearized at data for LinearizeILQG, whose graph needs a
+// nominal trajectory and is about as large). A budget of 0, a backend that compiles slowly (XLA: looped
 // already) or a Form other than FormAuto in opts leave opts as they are. It returns an error
 // when not even one trajectory per run fits.
 func PlanMemory(m models.Model, b backends.Backend, opts Options, steps int, budget int64) (Options, MemoryPlan, error) {
@@ -46,6 +47,9 @@ func PlanMemory(m models.Model, b backends.Backend, opts Options, steps int, bud
 	}
 	probe := opts
 	probe.ValueOnly = false
+	if probe.Linearize == LinearizeILQG { // its graph needs a nominal; the data's is as large
+		probe.Linearize = LinearizeData
+	}
 	e, err := New(m, b, probe)
 	if err != nil {
 		return opts, MemoryPlan{}, err

@@ -50,6 +50,8 @@ func TestPlanMemory(t *testing.T) {
 
 	_, _, err = PlanMemory(m, b, opts, 100, processBytes+1)
 	assert.ErrorContains(t, err, "holds no trajectory")
+	_, _, err = PlanMemory(m, b, Options{Linearize: LinearizeILQG}, 100, 64<<30)
+	require.NoError(t, err, "iLQG's linearization is planned too")
 	kept, _, err := PlanMemory(m, b, Options{Form: FormUnrolled}, 100, processBytes+1)
 	require.NoError(t, err, "an explicit form is kept")
 	assert.Equal(t, FormUnrolled, kept.Form)
