@@ -10,13 +10,14 @@ import (
 )
 
 // The memory model of an evaluation on the Go backend, measured on the tracking task
-// (examples/tasks/tracking.toml, 120 trials of 1,200 steps; docs/speed.md, "Long trials"):
-// the unrolled form's peak is its graph, built whole before its tape is compiled (about 1.8 kB
-// per node, the garbage of the build included, independent of the batch); the looped form
-// keeps, per trajectory and time step, every value its stages pass on and its cotangent,
-// about 9 bytes per node of one unrolled step. Both come on top of the process's own.
+// (examples/tasks/tracking.toml, 120 trials of 1,200 steps, 845,000 nodes; docs/speed.md,
+// "Long trials"): the unrolled form's peak is its graph, live whole until its tape is
+// compiled (1.2–1.4 kB per node measured, 1.5 kB assumed, once the runtime's memory limit is
+// the budget, which makes the collector run during the build; independent of the batch); the
+// looped form keeps, per trajectory and time step, every value its stages pass on and its
+// cotangent, about 9 bytes per node of one unrolled step. Both come on top of the process's.
 const (
-	unrolledNodeBytes = 1800
+	unrolledNodeBytes = 1500
 	loopedStepBytes   = 9
 	processBytes      = 300 << 20
 )
@@ -34,8 +35,9 @@ type MemoryPlan struct {
 }
 
 // PlanMemory chooses how evaluations of trials of up to steps steps keep within budget bytes
-// on backend b: the unrolled form where its graph fits (the default on the Go backend, and
-// the faster one), else the looped form with at most MaxTrajectories trajectories per graph
+// on backend b, the runtime's memory limit being the budget (debug.SetMemoryLimit; the caller
+// sets it): the unrolled form where its graph fits (the default on the Go backend, and the
+// faster one: 6× at 1,200 steps), else the looped form with at most MaxTrajectories trajectories per graph
 // run (each of the machine's cores runs one). It builds the unrolled graph of 4 and 8 steps
 // to count its nodes per step (linearized at data for LinearizeILQG, whose graph needs a
 // nominal trajectory and is about as large). A budget of 0, a backend that compiles slowly (XLA: looped

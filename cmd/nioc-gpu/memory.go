@@ -94,17 +94,16 @@ func readPlanned(tf *taskFlags, sf *subjectFlags, m models.Model, opts likelihoo
 }
 
 // planMemory applies --max-memory to a fit of set: likelihood.PlanMemory chooses the form and
-// bounds the trajectories per graph run (lowering *maxBatch), and an explicit budget becomes
-// the Go runtime's memory limit (debug.SetMemoryLimit), so that the collector keeps to it. It
+// bounds the trajectories per graph run (lowering *maxBatch), and the budget becomes the Go
+// runtime's memory limit (debug.SetMemoryLimit; GOMEMLIMIT where lower), so that the
+// collector keeps to it, also while it builds a graph (graph's pauseGC keeps a lower limit). It
 // says on stderr when the budget changes how the fit runs.
 func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *data.Set, mem memoryFlag, maxBatch *int, stderr io.Writer) (likelihood.Options, error) {
 	budget := mem.budget()
 	if budget <= 0 {
 		return opts, nil
 	}
-	if mem.explicit {
-		debug.SetMemoryLimit(budget)
-	}
+	debug.SetMemoryLimit(min(budget, debug.SetMemoryLimit(-1)))
 	b, err := tf.backendOrErr()
 	if err != nil {
 		return opts, err

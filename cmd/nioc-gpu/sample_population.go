@@ -42,7 +42,7 @@ type hierReport struct {
 // runSamplePopulation is sample --population DIR: the hierarchical posterior of the population
 // fit in DIR (nioc-gpu population), its chains started at that fit.
 func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sample --population", "--population DIR --task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--chains 4] [--warmup 500] [--draws 1000] [--seed 1] [--target-accept 0.8] [--max-depth 10] [task and likelihood flags as for the population fit] --out DIR", stderr)
+	fs := newFlags("sample --population", "DIR --task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--chains 4] [--warmup 500] [--draws 1000] [--seed 1] [--target-accept 0.8] [--max-depth 10] [task and likelihood flags as for the population fit] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var pf popFlags
