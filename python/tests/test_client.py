@@ -24,7 +24,7 @@ import nioc
 
 TASK = "pendulum"
 FIT = {"restarts": 2, "seed": 1, "check_draws": 0, "quiet": True}
-SAMPLE = {"chains": 2, "warmup": 20, "draws": 20, "seed": 1, "plots": False, "quiet": True}
+SAMPLE = {"chains": 2, "warmup": 20, "draws": 20, "max_depth": 4, "seed": 1, "plots": False, "quiet": True}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
