@@ -50,6 +50,7 @@ test:
 # The Python client (python/, docs/python.md): a wheel that carries bin/nioc-gpu, in
 # python/dist/, and one per binary of `make dist` (where dist/ has them), in python/dist/portable/.
 wheel: build
+	rm -rf python/dist
 	$(PYTHON) python/build_wheel.py --binary $(BIN) --goos $$($(GO) env GOOS) --goarch $$($(GO) env GOARCH) --dist dist --out python/dist
 
 # Its tests: pinned packages (python/requirements-test.txt) in .pyvenv/, the wheel installed into

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import pandas as pd
 
-from ._read import read_fit, read_sample, read_trajectories
+from ._read import read_csv, read_fit, read_sample, read_trajectories
 from ._runner import run, session_dir
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def simulate(
     for key, flag, suffix in (("truth", "truth", ".truth.csv"), ("subjects", "subjects_out", ".subjects.csv")):
         side = options.get(flag) or os.fspath(out)[: -len(".csv")] + suffix
         if options.get("population") is not None and Path(side).is_file():
-            frame.attrs[key] = pd.read_csv(side, dtype={"subject": str}, float_precision="round_trip")
+            frame.attrs[key] = read_csv(side, dtype={"subject": str})
     return frame
 
 

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
 # Subject and trial are labels (s01, 007): read as text so that nothing is renumbered.
 _IDS = {"subject": str, "trial": str}
 
+# pandas before 3 parses floats to within an ulp or so unless asked for round_trip; 3.0
+# parses them exactly by default and deprecates the argument.
+_EXACT = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
+def read_csv(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
+    """``pd.read_csv`` with every digit of the file's floats."""
+    return pd.read_csv(path, **_EXACT, **kwargs)
+
 
 def read_trajectories(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A trajectory CSV (``subject,trial,t,<states>``) as a DataFrame.
@@ -25,7 +34,7 @@ def read_trajectories(path: str | os.PathLike[str]) -> pd.DataFrame:
     ``subject`` and ``trial`` are read as text (they are labels), ``t`` as an integer, the
     states as float64 with every digit of the file.
     """
-    return pd.read_csv(path, dtype=_IDS, float_precision="round_trip")
+    return read_csv(path, dtype=_IDS)
 
 
 def results_csv_path(jsonl: str | os.PathLike[str]) -> Path:
@@ -58,7 +67,7 @@ def read_fit(path: str | os.PathLike[str]) -> pd.DataFrame:
     Args:
         path: the results file given to ``fit --out`` (``results.jsonl``).
     """
-    table = pd.read_csv(results_csv_path(path), dtype={"subject": str}, float_precision="round_trip")
+    table = read_csv(results_csv_path(path), dtype={"subject": str})
     records = {str(r["subject"]): r for r in read_jsonl(path)}
     table.attrs["records"] = [records.get(s) for s in table["subject"]]
     table.attrs["path"] = os.fspath(path)
@@ -100,7 +109,7 @@ def read_sample(
         raise ImportError("nioc.sample needs ArviZ: pip install 'nioc[arviz]'") from exc
 
     out = Path(out)
-    draws = pd.read_csv(out / "draws.csv", dtype={"subject": str}, float_precision="round_trip")
+    draws = read_csv(out / "draws.csv", dtype={"subject": str})
     with open(out / "summary.json", encoding="utf-8") as f:
         summary_text = f.read()
     summary = json.loads(summary_text)
