@@ -2,8 +2,8 @@
 # The Python client's tests (make python-test): a virtual environment with the pinned packages of
 # requirements-test.txt (.pyvenv/env, made once and reused while that file and the Python are
 # unchanged), the wheel built from bin/nioc-gpu, installed with pip into a fresh virtual
-# environment (.pyvenv/fresh, which takes its dependencies from .pyvenv/env), and pytest run
-# there against the binary's own files.
+# environment (.pyvenv/run.*/fresh, which takes its dependencies from .pyvenv/env), and pytest
+# run there against the binary's own files.
 #
 # --optional (make test): where there is no Python >= 3.10 or the pinned packages cannot be
 # installed (no network and no pip cache), say so and exit 0 instead of failing.
@@ -52,16 +52,20 @@ set -e
 GO=${GO:-go}
 goos=${GOOS:-$($GO env GOOS)}
 goarch=${GOARCH:-$($GO env GOARCH)}
-rm -rf "$root/wheel" "$root/fresh"
-wheel=$("$env/bin/python" python/build_wheel.py --binary bin/nioc-gpu --goos "$goos" --goarch "$goarch" --out "$root/wheel")
+# This run's wheel and fresh environment, in a directory of their own (removed at the end), so
+# that runs side by side in one checkout do not share them.
+run=$(mktemp -d "$root/run.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+wheel=$("$env/bin/python" python/build_wheel.py --binary bin/nioc-gpu --goos "$goos" --goarch "$goarch" --out "$run/wheel")
 
 # The fresh environment: nothing but the wheel, installed by pip; numpy, pandas, ArviZ and pytest
 # resolved from .pyvenv/env (a .pth file adds its site-packages) so that no download is needed.
-"$py" -m venv --without-pip "$root/fresh"
-site=$("$root/fresh/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+fresh=$run/fresh
+"$py" -m venv --without-pip "$fresh"
+site=$("$fresh/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$env/bin/python" -c 'import sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' >"$site/_nioc_test_deps.pth"
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$root/fresh/bin/python" -m pip install --no-index -q "$wheel[arviz]"
-echo "python tests: $(basename "$wheel") installed into .pyvenv/fresh; pytest python/tests"
+PIP_DISABLE_PIP_VERSION_CHECK=1 "$fresh/bin/python" -m pip install --no-index -q "$wheel[arviz]"
+echo "python tests: $(basename "$wheel") installed into a fresh environment; pytest python/tests"
 cd python/tests
 env -u NIOC_GPU_BIN NIOC_TEST_WHEEL=1 PYTHONDONTWRITEBYTECODE=1 \
-	"$root/fresh/bin/python" -m pytest -q -p no:cacheprovider .
+	"$fresh/bin/python" -m pytest -q -p no:cacheprovider .
