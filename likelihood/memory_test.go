@@ -22,10 +22,13 @@ func TestPlanMemory(t *testing.T) {
 	same, plan, err := PlanMemory(m, b, opts, 100, 64<<30)
 	require.NoError(t, err)
 	assert.Equal(t, opts, same)
-	assert.Equal(t, 0, plan.MaxTrajectories)
+	assert.Greater(t, plan.MaxTrajectories, 100000, "a large budget bounds the runs little")
 	assert.Positive(t, plan.NodesPerStep)
 	assert.Greater(t, plan.Unrolled, int64(processBytes))
 
+	tight, _, err := PlanMemory(m, b, opts, 100, plan.Unrolled+int64(plan.NodesPerStep)*100*2*4)
+	require.NoError(t, err)
+	assert.Equal(t, opts, tight)
 	budget := plan.Unrolled - 1 // the graph of 100 steps no longer fits
 	looped, plan, err := PlanMemory(m, b, opts, 100, budget)
 	require.NoError(t, err)

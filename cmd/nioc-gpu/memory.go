@@ -113,8 +113,10 @@ func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *dat
 	if err != nil {
 		return opts, usagef("--max-memory: %v", err)
 	}
-	if plan.Form == likelihood.FormLooped {
+	if plan.MaxTrajectories > 0 {
 		*maxBatch = min(*maxBatch, plan.MaxTrajectories)
+	}
+	if plan.Form == likelihood.FormLooped {
 		fmt.Fprintf(stderr, "note: trials of %d steps: the unrolled graph would take about %s, more than --max-memory %s; the looped form runs instead, %d trajectories at a time per core (about %s each)\n",
 			steps, likelihood.Bytes(plan.Unrolled), likelihood.Bytes(budget), *maxBatch, likelihood.Bytes(plan.Looped))
 	}
