@@ -12,8 +12,10 @@ import csv
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +89,22 @@ def test_binary_lookup(tmp_path, monkeypatch):
     monkeypatch.setenv("NIOC_GPU_BIN", str(tmp_path / "missing"))
     with pytest.raises(nioc.NiocError, match="NIOC_GPU_BIN"):
         nioc.binary()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_interrupt_is_passed_on(tmp_path, monkeypatch):
+    # A notebook's stop button interrupts Python only: the command must get the SIGINT that
+    # Ctrl-C would give it (fit and sample save their checkpoints on it).
+    mark = tmp_path / "interrupted"
+    fake = tmp_path / "nioc-gpu"
+    fake.write_text(f"#!/bin/sh\ntrap 'echo stopped > {mark}; exit 130' INT\n"
+                    "i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n")  # 10 s at most
+    fake.chmod(0o755)
+    monkeypatch.setenv("NIOC_GPU_BIN", str(fake))
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C to Python alone
+    with pytest.raises(KeyboardInterrupt):
+        nioc.run("fit", echo=False)
+    assert mark.read_text().strip() == "stopped"
 
 
 @pytest.mark.skipif(not os.environ.get("NIOC_TEST_WHEEL"), reason="only where the wheel is installed (make python-test)")
@@ -164,6 +182,8 @@ def test_errors_carry_the_commands_message(work, data):
     assert "no-such.csv" in err.value.stderr and err.value.returncode != 0
     with pytest.raises(nioc.NiocError, match="no-such-flag"):
         nioc.fit(data, task=TASK, no_such_flag=1, echo=False)
+    with pytest.raises(ValueError, match="hierarchical"):
+        nioc.sample(data, task=TASK, population="pop")
 
 
 def test_progress_is_passed_through(data, capsys):

@@ -168,6 +168,12 @@ def sample(
         NiocError: the command failed; it carries the command's stderr.
         ImportError: ArviZ is not installed (``pip install 'nioc[arviz]'``).
     """
+    if options.get("population") is not None:
+        raise ValueError(
+            "nioc.sample reads the per-subject sampler's files; the hierarchical one "
+            "(sample --population) writes others: run it with nioc.run(\"sample\", population=..., ...) "
+            "and read its draws.csv and hierarchical.json"
+        )
     workdir = session_dir("sample-")
     if out is None:
         out = workdir / "sample"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -170,8 +171,14 @@ def run(
     relay = threading.Thread(target=_relay, args=(proc.stderr, err_lines, echo), daemon=True)
     relay.start()
     assert proc.stdout is not None
-    stdout = proc.stdout.read()
-    proc.wait()
+    try:
+        stdout = proc.stdout.read()
+        proc.wait()
+    except BaseException:
+        # An interrupt that reaches Python only (a notebook's stop button) is passed on, so
+        # that the command stops as on Ctrl-C (fit and sample save their checkpoints).
+        _interrupt(proc)
+        raise
     relay.join()
     stderr = "".join(err_lines)
     if proc.returncode != 0:
@@ -183,6 +190,20 @@ def run(
             stderr,
         )
     return Completed(cmd, stdout, stderr)
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    if sys.platform == "win32":
+        proc.terminate()
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _relay(stream: IO[str] | None, lines: list[str], echo: bool) -> None:
