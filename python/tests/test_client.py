@@ -94,7 +94,7 @@ def test_binary_lookup(tmp_path, monkeypatch):
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 def test_interrupt_is_passed_on(tmp_path, monkeypatch):
     # A notebook's stop button interrupts Python only: the command must get the SIGINT that
-    # Ctrl-C would give it (fit and sample save their checkpoints on it).
+    # Ctrl-C would give it (fit saves its checkpoint on it, sample keeps finished subjects).
     mark = tmp_path / "interrupted"
     fake = tmp_path / "nioc-gpu"
     fake.write_text(f"#!/bin/sh\ntrap 'echo stopped > {mark}; exit 130' INT\n"

@@ -176,7 +176,8 @@ def run(
         proc.wait()
     except BaseException:
         # An interrupt that reaches Python only (a notebook's stop button) is passed on, so
-        # that the command stops as on Ctrl-C (fit and sample save their checkpoints).
+        # that the command stops as on Ctrl-C (fit saves its checkpoint, sample keeps the
+        # subjects it has finished; --resume goes on).
         _interrupt(proc)
         raise
     relay.join()
