@@ -143,6 +143,14 @@ func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizo
 			rows = append(rows, mat.Row(nil, i, x.coef))
 		}
 	}
+	return denseLogLik(X, means, rows, nE)
+}
+
+// denseLogLik returns log N(x_1..x_T; means, G Gᵀ) of the states of X after the first (two
+// coordinates each), with G's rows the coefficients of each state on nE standard normal
+// variables.
+func denseLogLik(X [][]float64, means []float64, rows [][]float64, nE int) float64 {
+	T := len(X) - 1
 	G := mat.NewDense(len(rows), nE, nil)
 	for i, r := range rows {
 		G.SetRow(i, r)
@@ -167,6 +175,32 @@ func (s linearSystem) exactLogLikOver(X [][]float64, temperature float64, horizo
 	return -0.5*mat.Dot(rv, &z) - 0.5*chol.LogDet() - 0.5*float64(len(r))*math.Log(2*math.Pi)
 }
 
+// linearCases are the linear task's parameters (and policy noise) of the exact tests.
+var linearCases = []struct {
+	actionCost, motorNoise, obsNoise, temperature float64
+}{
+	{0.1, 0.05, 0.2, 0},
+	{0.1, 0.05, 0.2, 1e-3},
+	{1.5, 0.2, 0.05, 1e-2},
+}
+
+// noisyLinearTrials returns n trajectories of T steps of a noisy controlled point mass: any
+// trajectories will do for an exact likelihood.
+func noisyLinearTrials(rng *rand.Rand, n, T int) [][][]float64 {
+	var trials [][][]float64
+	for range n {
+		x := []float64{1, 0}
+		tr := [][]float64{x}
+		for range T {
+			u := -0.8*x[0] - 1.2*x[1]
+			x = []float64{x[0] + 0.1*x[1] + 0.05*rng.NormFloat64(), x[1] + 0.1*u + 0.05*rng.NormFloat64()}
+			tr = append(tr, x)
+		}
+		trials = append(trials, tr)
+	}
+	return trials
+}
+
 func scaled(c float64, a mat.Matrix) *mat.Dense {
 	var out mat.Dense
 	out.Scale(c, a)
@@ -185,26 +219,9 @@ func TestLinearGaussianExact(t *testing.T) {
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const T = 15
-	for _, c := range []struct {
-		actionCost, motorNoise, obsNoise, temperature float64
-	}{
-		{0.1, 0.05, 0.2, 0},
-		{0.1, 0.05, 0.2, 1e-3},
-		{1.5, 0.2, 0.05, 1e-2},
-	} {
+	for _, c := range linearCases {
 		sys := newLinearSystem(c.actionCost, c.motorNoise, c.obsNoise)
-		// Any trajectories will do; draw them from a noisy controlled system.
-		var trials [][][]float64
-		for range 3 {
-			x := []float64{1, 0}
-			tr := [][]float64{x}
-			for range T {
-				u := -0.8*x[0] - 1.2*x[1]
-				x = []float64{x[0] + 0.1*x[1] + 0.05*rng.NormFloat64(), x[1] + 0.1*u + 0.05*rng.NormFloat64()}
-				tr = append(tr, x)
-			}
-			trials = append(trials, tr)
-		}
+		trials := noisyLinearTrials(rng, 3, T)
 		theta := []float64{math.Log10(c.actionCost), math.Log10(c.motorNoise), math.Log10(c.obsNoise)}
 		for _, prior := range []float64{0, 1} {
 			want := 0.0

@@ -92,28 +92,7 @@ func (s linearSystem) exactLogLikSeeThenAct(X [][]float64, temperature float64, 
 			rows = append(rows, mat.Row(nil, i, xCoef))
 		}
 	}
-	G := mat.NewDense(len(rows), nE, nil)
-	for i, r := range rows {
-		G.SetRow(i, r)
-	}
-	var cov mat.SymDense
-	cov.SymOuterK(1, G)
-	var chol mat.Cholesky
-	if !chol.Factorize(&cov) {
-		panic("joint covariance not positive definite")
-	}
-	r := make([]float64, len(means))
-	for t := 1; t <= T; t++ {
-		for i := range 2 {
-			r[(t-1)*2+i] = X[t][i] - means[(t-1)*2+i]
-		}
-	}
-	rv := mat.NewVecDense(len(r), r)
-	var z mat.VecDense
-	if err := chol.SolveVecTo(&z, rv); err != nil {
-		panic(err)
-	}
-	return -0.5*mat.Dot(rv, &z) - 0.5*chol.LogDet() - 0.5*float64(len(r))*math.Log(2*math.Pi)
+	return denseLogLik(X, means, rows, nE)
 }
 
 // TestSeeThenActExact checks the likelihood of an agent that sees before it acts
@@ -130,25 +109,9 @@ func TestSeeThenActExact(t *testing.T) {
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(21, 22))
 	const T = 12
-	for _, c := range []struct {
-		actionCost, motorNoise, obsNoise, temperature float64
-	}{
-		{0.1, 0.05, 0.2, 0},
-		{0.1, 0.05, 0.2, 1e-3},
-		{1.5, 0.2, 0.05, 1e-2},
-	} {
+	for _, c := range linearCases {
 		sys := newLinearSystem(c.actionCost, c.motorNoise, c.obsNoise)
-		var trials [][][]float64
-		for range 3 {
-			x := []float64{1, 0}
-			tr := [][]float64{x}
-			for range T {
-				u := -0.8*x[0] - 1.2*x[1]
-				x = []float64{x[0] + 0.1*x[1] + 0.05*rng.NormFloat64(), x[1] + 0.1*u + 0.05*rng.NormFloat64()}
-				tr = append(tr, x)
-			}
-			trials = append(trials, tr)
-		}
+		trials := noisyLinearTrials(rng, 3, T)
 		theta := []float64{math.Log10(c.actionCost), math.Log10(c.motorNoise), math.Log10(c.obsNoise)}
 		for _, prior := range [][][]float64{nil, {{0.3, 0.1}, {0.1, 0.2}}} {
 			var P *mat.Dense
