@@ -50,6 +50,8 @@ var docSkips = []docSkip{
 	{"make xla-cuda", "downloads 3 GB of wheels from PyPI for a CUDA GPU"},
 	{"python3 bench/jaxref/robustness.py", "its commands in the documents simulate with the JAX reference's agent (--agents ref): a checkout of RothkopfLab/nioc-neurips (REF) and a Python with JAX (JAXENV); hours on 2 cores"},
 	{"python3 bench/intervals/agent_bootstrap.py", "reads a robustness study of the reference's agent (DIR, made by robustness.py with REF); hours on 2 cores"},
+	{"python3 -m venv bench/lqg/.venv", "installs lqg 0.3.1 and JAX from PyPI into the checkout (the tests need no network)"},
+	{"bench/lqg/.venv/bin/", "runs lqg 0.3.1 from the virtual environment bench/lqg/.venv, which the tests do not install; about 40 minutes on 2 cores"},
 }
 
 // docNeeds are programs some blocks need besides sh and nioc-gpu: a block whose commands
@@ -107,6 +109,9 @@ var docSubstitutions = []docSubstitution{
 		"one small study of the 40"},
 
 	{"docs/tasks.md", "--trials 50 --out saccade.csv", "--trials 5 --out saccade.csv", "a small study"},
+
+	{"docs/tracking.md", "--subjects 6 --trials 20", "--subjects 2 --trials 3 --steps 100", "6 subjects × 20 trials × 1,067 steps take 2 minutes to fit under three models"},
+	{"docs/tracking.md", "--temperature task --out", "--temperature task --restarts 2 --check-draws 3 --out", "2 restarts and 3 check draws write the same files as 50 and 20"},
 	{"docs/tasks.md", "--data saccade.csv --out", "--data saccade.csv --restarts 2 --out", "fit's default 50 restarts"},
 }
 
@@ -141,6 +146,8 @@ var docCases = map[string]docCase{
 		},
 	},
 	"docs/tutorial.md": {check: checkTutorial},
+	// The tracking tutorial: its study, the three models' fits and their comparison.
+	"docs/tracking.md": {writes: []string{"study.csv", "bounded.jsonl", "optimal.jsonl", "relative.jsonl", "bms/bms.json", "bms/subjects.csv", "bms/bms.png"}},
 	// "Fitting many subjects", the Slurm job (task 1 of 16), "Simulating a population" (its
 	// three files) and "The paper's evaluation" (the files and figures it names).
 	"docs/guide.md": {writes: []string{
