@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -217,5 +219,61 @@ func TestTreeDepthLimit(t *testing.T) {
 		assert.Equal(t, 4, res.Chains[0].TreeDepth[i])
 		assert.Equal(t, 15, res.Chains[0].NLeapfrog[i])
 		assert.False(t, res.Chains[0].Divergent[i])
+	}
+}
+
+// TestTransitionEnergy: the energy of a transition is the Hamiltonian of the draw it returns,
+// −log π(q) + ½ pᵀM⁻¹p with the draw's own position and momentum, here computed from the
+// draw's p with explicit sums (not the sampler's metric code), under a diagonal and a dense
+// metric that are not the identity; and its tree statistics are consistent.
+func TestTransitionEnergy(t *testing.T) {
+	g := gaussian2{mu: [2]float64{1, -1}, sd: [2]float64{0.5, 2}, rho: 0.6}
+	diag := []float64{0.3, 3}
+	dense := [][]float64{{0.3, 0.4}, {0.4, 3}}
+	for _, name := range []string{"diagonal", "dense"} {
+		t.Run(name, func(t *testing.T) {
+			m := &metric{diag: clone(diag), z: make([]float64, 2)}
+			if name == "dense" {
+				require.NoError(t, m.setDense([][]float64{clone(dense[0]), clone(dense[1])}))
+			}
+			s := &nuts{dim: 2, rng: rand.New(rand.NewPCG(7, 8)), metric: m, qStep: make([]float64, 2),
+				eps: 0.4, maxDepth: 6, maxDeltaH: 1000,
+				eval: func(q []float64) (float64, []float64, error) { lp, grad := g.logp(q); return lp, grad, nil }}
+			z := newState(2)
+			copy(z.q, []float64{0.5, 0.5})
+			require.NoError(t, s.evaluate(z))
+			moved, mixed := 0, 0
+			for range 200 {
+				next, st, err := s.transition(z)
+				require.NoError(t, err)
+				var kinetic float64 // ½ pᵀM⁻¹p
+				for i := range next.p {
+					if name == "diagonal" {
+						kinetic += 0.5 * diag[i] * next.p[i] * next.p[i]
+						continue
+					}
+					for j := range next.p {
+						kinetic += 0.5 * next.p[i] * dense[i][j] * next.p[j]
+					}
+				}
+				lp, _ := g.logp(next.q)
+				require.Equal(t, lp, next.logp)
+				require.InDelta(t, -lp+kinetic, st.energy, 1e-12*(1+math.Abs(st.energy)), "H at the draw")
+				require.GreaterOrEqual(t, st.energy, -lp, "kinetic energy ≥ 0")
+				require.GreaterOrEqual(t, st.acceptStat, 0.0)
+				require.LessOrEqual(t, st.acceptStat, 1.0)
+				require.GreaterOrEqual(t, st.nLeapfrog, 1<<st.depth-1)
+				require.LessOrEqual(t, st.nLeapfrog, 1<<(st.depth+1)-1)
+				if !slices.Equal(next.q, z.q) {
+					moved++
+				}
+				if st.acceptStat < 1 {
+					mixed++
+				}
+				z = next
+			}
+			assert.Greater(t, moved, 150, "the chain moves")
+			assert.Positive(t, mixed, "some trajectories lose energy: the statistic is not a constant")
+		})
 	}
 }

@@ -457,3 +457,40 @@ func TestSampleGroupSeed(t *testing.T) {
 	}
 	assert.NotEqual(t, both.Group(0)[0].Draws, both.Group(1)[0].Draws)
 }
+
+// TestSampleEnergy: a chain's Energy is the Hamiltonian at each draw, so Energy + LogP is the
+// kinetic energy of the draw's momentum, ½pᵀM⁻¹p with p ~ normal(0, M) whatever the adapted
+// metric: χ²_d/2 distributed, of mean d/2 and variance d/2 (the momentum is drawn afresh at
+// every transition and the multinomial choice of the draw keeps its canonical distribution);
+// the variance of a sample variance is σ⁴(2 + excess kurtosis 12/d)/n.
+func TestSampleEnergy(t *testing.T) {
+	const d = 5
+	stdNormal := func(x []float64) (float64, []float64) {
+		var lp float64
+		g := make([]float64, len(x))
+		for i, v := range x {
+			lp -= v * v / 2
+			g[i] = -v
+		}
+		return lp, g
+	}
+	for _, dense := range []bool{false, true} {
+		res, err := Sample(context.Background(), NewTarget(d, batch(stdNormal)), Options{Seed: 5, Draws: 1000, DenseMetric: dense})
+		require.NoError(t, err)
+		require.NoError(t, res.Err())
+		var kinetic []float64
+		for _, c := range res.Chains {
+			require.Len(t, c.Energy, len(c.LogP))
+			require.Len(t, c.AcceptStat, len(c.LogP))
+			for i := range c.Energy {
+				k := c.Energy[i] + c.LogP[i]
+				require.GreaterOrEqual(t, k, 0.0, "kinetic energy ≥ 0")
+				kinetic = append(kinetic, k)
+			}
+		}
+		mean, sd := stat.MeanStdDev(kinetic, nil)
+		n := float64(len(kinetic))
+		within(t, "mean kinetic energy", mean, d/2.0, math.Sqrt(d/2.0/n), 5)
+		within(t, "variance of the kinetic energy", sd*sd, d/2.0, d/2.0*math.Sqrt((2+12.0/d)/n), 5)
+	}
+}

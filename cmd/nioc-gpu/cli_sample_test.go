@@ -75,7 +75,7 @@ func TestCLISample(t *testing.T) {
 
 		rows := cliReadCSV(t, filepath.Join(out, "draws.csv"))
 		assert.Equal(t, []string{"subject", "chain", "draw", "action_cost", "motor_noise", "obs_noise", "log_posterior",
-			"divergent", "tree_depth", "step_size"}, rows[0])
+			"divergent", "tree_depth", "step_size", "energy", "accept_stat", "n_leapfrog"}, rows[0])
 		require.Len(t, rows, 1+2*2*15, "header and subjects × chains × draws")
 		assert.Equal(t, []string{"1", "1", "1"}, rows[1][:3])
 		assert.Equal(t, []string{"2", "2", "15"}, rows[len(rows)-1][:3])
@@ -91,6 +91,32 @@ func TestCLISample(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, depth >= 0 && depth <= 10)
 			assert.Positive(t, cliParseFloat(t, row[9], "step_size"))
+			// The Hamiltonian at the draw: −log_posterior plus a kinetic energy ≥ 0.
+			assert.GreaterOrEqual(t, cliParseFloat(t, row[10], "energy")+cliParseFloat(t, row[6], "log_posterior"), 0.0)
+			accept := cliParseFloat(t, row[11], "accept_stat")
+			assert.True(t, accept >= 0 && accept <= 1, "accept_stat %g in [0, 1]", accept)
+			steps, err := strconv.Atoi(row[12])
+			require.NoError(t, err)
+			assert.True(t, steps >= 1<<depth-1 && steps <= 1<<(depth+1)-1, "n_leapfrog %d of a tree of depth %d", steps, depth)
+		}
+		// summary.json's E-BFMI of each chain is Σ (Eₙ − Eₙ₋₁)² / Σ (Eₙ − Ē)² of the energy column.
+		energy := map[[2]string][]float64{}
+		for _, row := range rows[1:] {
+			k := [2]string{row[0], row[1]}
+			energy[k] = append(energy[k], cliParseFloat(t, row[10], "energy"))
+		}
+		ebfmi := func(e []float64) float64 {
+			var mean, num, den float64
+			for _, v := range e {
+				mean += v / float64(len(e))
+			}
+			for i, v := range e {
+				if i > 0 {
+					num += (v - e[i-1]) * (v - e[i-1])
+				}
+				den += (v - mean) * (v - mean)
+			}
+			return num / den
 		}
 
 		table := cliReadCSV(t, filepath.Join(out, "summary.csv"))
@@ -123,7 +149,10 @@ func TestCLISample(t *testing.T) {
 				assert.Equal(t, []string{s, p}, row[:2])
 				assert.Equal(t, sp["q50"], cliParseFloat(t, row[6], "q50"))
 			}
-			assert.Len(t, subj["ebfmi"], 2, "E-BFMI per chain")
+			require.Len(t, subj["ebfmi"], 2, "E-BFMI per chain")
+			for c, e := range subj["ebfmi"].([]any) {
+				assert.InDelta(t, ebfmi(energy[[2]string{s, strconv.Itoa(c + 1)}]), cliFinite(t, e, "ebfmi"), 1e-12, "subject %s chain %d", s, c+1)
+			}
 			assert.Len(t, subj["step_size"], 2)
 			assert.GreaterOrEqual(t, cliFinite(t, subj["divergences"], "divergences"), 0.0)
 			assert.GreaterOrEqual(t, cliFinite(t, subj["seconds"], "seconds"), 0.0)
@@ -183,7 +212,7 @@ func TestCLISample(t *testing.T) {
 		assert.Equal(t, map[string]any{"obs_noise": 0.2}, run["held"])
 		assert.Equal(t, fitOut, run["init"])
 		assert.Equal(t, []string{"subject", "chain", "draw", "action_cost", "motor_noise", "log_posterior", "divergent",
-			"tree_depth", "step_size"}, cliReadCSV(t, filepath.Join(out, "draws.csv"))[0])
+			"tree_depth", "step_size", "energy", "accept_stat", "n_leapfrog"}, cliReadCSV(t, filepath.Join(out, "draws.csv"))[0])
 
 		// Without --init the chains start where climbs of the likelihood end; dispersed as Stan.
 		for _, start := range []string{"optimize", "dispersed"} {
@@ -219,7 +248,7 @@ func TestCLISampleResume(t *testing.T) {
 	// An interrupted batch: rows of subject 2 written, but not final (not in summary.json).
 	f, err := os.OpenFile(filepath.Join(out, "draws.csv"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
-	_, err = f.WriteString("2,1,1,0.1,0.05,0.2,3,false,2,0.5\n2,1,2,0.1,0.0")
+	_, err = f.WriteString("2,1,1,0.1,0.05,0.2,3,false,2,0.5,-1,0.9,3\n2,1,2,0.1,0.0")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
@@ -242,6 +271,27 @@ func TestCLISampleResume(t *testing.T) {
 	r = cliSample(t, data, out, "--resume")
 	assert.Contains(t, r.stderr, "for 0 subject(s)")
 	assert.Equal(t, lines, cliLines(t, filepath.Join(out, "draws.csv")))
+
+	// A draws.csv of an earlier version, without energy, accept_stat and n_leapfrog, keeps its
+	// layout: the first subject's rows as they were, the second's without those columns.
+	earlier := filepath.Join(t.TempDir(), "post")
+	cliSample(t, data, earlier, "--shard", "1/2")
+	var old []string
+	for _, l := range cliLines(t, filepath.Join(earlier, "draws.csv")) {
+		cells := strings.Split(l, ",")
+		old = append(old, strings.Join(cells[:len(cells)-3], ","))
+	}
+	require.True(t, strings.HasSuffix(old[0], ",log_posterior,divergent,tree_depth,step_size"), old[0])
+	require.NoError(t, os.WriteFile(filepath.Join(earlier, "draws.csv"), []byte(strings.Join(old, "\n")+"\n"), 0o644))
+	r = cliSample(t, data, earlier, "--resume")
+	assert.Contains(t, r.stderr, "is of an earlier version, without the columns energy, accept_stat and n_leapfrog")
+	got := cliLines(t, filepath.Join(earlier, "draws.csv"))
+	require.Len(t, got, len(lines))
+	assert.Equal(t, old, got[:len(old)])
+	for i, l := range lines {
+		cells := strings.Split(l, ",")
+		assert.Equal(t, strings.Join(cells[:len(cells)-3], ","), got[i], "the whole run's row %d less the new columns", i)
+	}
 
 	// Other settings: an error listing the differences, nothing changed.
 	before := cliHash(t, filepath.Join(out, "summary.json"))

@@ -192,6 +192,10 @@ func sampleData(sampler *ioc.Sampler, m models.Model, sf *subjectFlags, f *sampl
 		return fmt.Errorf("%s holds subjects sampled with other data; resume it with its data, or use --force or another --out:\n  %s", sf.out, strings.Join(diff, "\n  "))
 	}
 	done := len(w.Done())
+	if w.EarlierDrawsLayout() {
+		fmt.Fprintf(stderr, "note: %s is of an earlier version, without the columns energy, accept_stat and n_leapfrog; the rows added to it leave them out too (--force starts afresh with them)\n",
+			filepath.Join(sf.out, ioc.DrawsFile))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return sampleSubjects(ctx, sampler, run, w.Remaining(subjects), w, figs, sf.out, done, sf.quiet, stderr)

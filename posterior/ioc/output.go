@@ -223,11 +223,30 @@ type Output struct {
 	params       []models.Param // the sampled parameters
 	sum          SummaryJSON
 	draws, table *os.File
+	// drawsStats are the sampler's statistics in draws.csv's rows: drawStats, or the
+	// earlier ones where a run of an earlier version is resumed.
+	drawsStats []string
 }
+
+// drawStats are the sampler's statistics of each draw, the last columns of draws.csv, as Stan
+// names them less the trailing "__": lp__ (on the unconstrained scale, Jacobian included), then
+// divergent__, treedepth__, stepsize__, then the Hamiltonian at the draw (energy__: the
+// negative log posterior plus the kinetic energy of the draw's momentum), the mean Metropolis
+// acceptance probability over the draw's trajectory (accept_stat__) and its leapfrog steps
+// (n_leapfrog__). The last three came in a later version, after the others, so that readers
+// of the earlier columns keep working.
+var drawStats = []string{"log_posterior", "divergent", "tree_depth", "step_size", "energy", "accept_stat", "n_leapfrog"}
+
+// earlierDrawStats are the statistics of draws.csv before energy, accept_stat and n_leapfrog:
+// a run of such a version is resumed in its own layout.
+var earlierDrawStats = drawStats[:4]
 
 // Create starts the outputs of run in dir (which must exist), replacing any there; params are
 // the sampled parameters (Sampler.Params), in the order of run.Sampled.
 func Create(dir string, run Run, params []models.Param) (*Output, error) {
+	if err := checkColumnNames(run.Sampled); err != nil {
+		return nil, err
+	}
 	o := &Output{dir: dir, names: run.Sampled, params: params, sum: SummaryJSON{Run: run, Subjects: []SubjectJSON{}, WithWarnings: []string{}}}
 	if err := o.open(nil); err != nil {
 		return nil, err
@@ -240,6 +259,9 @@ func Create(dir string, run Run, params []models.Param) (*Output, error) {
 // summary.json it is Create. A summary.json of a run with other settings is an error listing
 // the differences.
 func Resume(dir string, run Run, params []models.Param) (*Output, error) {
+	if err := checkColumnNames(run.Sampled); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, SummaryJSONFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -289,9 +311,9 @@ func (o *Output) Done() []string {
 	return out
 }
 
-func (o *Output) drawsHeader() []string {
+func (o *Output) drawsHeader(stats []string) []string {
 	h := append([]string{"subject", "chain", "draw"}, o.names...)
-	return append(h, "log_posterior", "divergent", "tree_depth", "step_size")
+	return append(h, stats...)
 }
 
 func (o *Output) tableHeader() []string {
@@ -299,10 +321,17 @@ func (o *Output) tableHeader() []string {
 }
 
 // open opens both tables for appending: with keep nil, new files with their headers; else the
-// existing files reduced to the rows of the subjects in keep.
+// existing files reduced to the rows of the subjects in keep. A draws.csv of an earlier
+// version, without energy, accept_stat and n_leapfrog, keeps its layout: the rows added to it
+// leave them out too.
 func (o *Output) open(keep map[string]bool) error {
 	var err error
-	if o.draws, err = openTable(filepath.Join(o.dir, DrawsFile), o.drawsHeader(), keep); err != nil {
+	path := filepath.Join(o.dir, DrawsFile)
+	o.drawsStats = drawStats
+	if keep != nil && slices.Equal(readHeader(path), o.drawsHeader(earlierDrawStats)) {
+		o.drawsStats = earlierDrawStats
+	}
+	if o.draws, err = openTable(path, o.drawsHeader(o.drawsStats), keep); err != nil {
 		return err
 	}
 	if o.table, err = openTable(filepath.Join(o.dir, SummaryFile), o.tableHeader(), keep); err != nil {
@@ -310,6 +339,35 @@ func (o *Output) open(keep map[string]bool) error {
 		return err
 	}
 	return nil
+}
+
+// checkColumnNames refuses sampled parameters named as another column of draws.csv, which
+// would make its header ambiguous.
+func checkColumnNames(names []string) error {
+	for _, n := range names {
+		if slices.Contains(drawStats, n) || n == "subject" || n == "chain" || n == "draw" {
+			return fmt.Errorf("parameter %q has the name of another column of %s (subject, chain, draw, the parameters, %s): rename it in the task file",
+				n, DrawsFile, strings.Join(drawStats, ", "))
+		}
+	}
+	return nil
+}
+
+// EarlierDrawsLayout reports whether draws.csv is a resumed one of an earlier version, without
+// energy, accept_stat and n_leapfrog, whose layout the rows added to it keep.
+func (o *Output) EarlierDrawsLayout() bool { return len(o.drawsStats) < len(drawStats) }
+
+// readHeader returns the first record of the CSV file at path, nil if there is none.
+func readHeader(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.FieldsPerRecord = -1
+	h, _ := cr.Read()
+	return h
 }
 
 // openTable opens the CSV file at path for appending. With keep nil, or if the file does not
@@ -407,8 +465,9 @@ func (o *Output) Write(results []Result) error {
 				for k, v := range x {
 					row = append(row, num(o.params[k].FromScale(v)))
 				}
-				row = append(row, num(ch.LogP[d]), strconv.FormatBool(ch.Divergent[d]), strconv.Itoa(ch.TreeDepth[d]), num(ch.StepSize))
-				_ = dw.Write(row)
+				row = append(row, num(ch.LogP[d]), strconv.FormatBool(ch.Divergent[d]), strconv.Itoa(ch.TreeDepth[d]), num(ch.StepSize),
+					num(ch.Energy[d]), num(ch.AcceptStat[d]), strconv.Itoa(ch.NLeapfrog[d]))
+				_ = dw.Write(row[:3+len(x)+len(o.drawsStats)])
 			}
 		}
 		sj.Parameters = map[string]ParamJSON{}

@@ -212,6 +212,10 @@ def test_sample_is_the_commands_draws_and_summary(work, data):
         assert (row["divergent"] == "true") == stats["diverging"].sel(at).item()
         assert int(row["tree_depth"]) == stats["tree_depth"].sel(at).item()
         assert float(row["step_size"]) == stats["step_size"].sel(at).item()
+        assert float(row["energy"]) == stats["energy"].sel(at).item()
+        assert float(row["accept_stat"]) == stats["acceptance_rate"].sel(at).item()
+        assert int(row["n_leapfrog"]) == stats["n_steps"].sel(at).item()
+    assert list(stats.data_vars) == ["lp", "diverging", "tree_depth", "step_size", "energy", "acceptance_rate", "n_steps"]
     assert stats["diverging"].dtype == bool
 
     # The summary's warnings, and the observed data.
@@ -248,6 +252,47 @@ def test_sample_is_the_commands_draws_and_summary(work, data):
     back = az.from_netcdf(work / "post.nc")
     assert list(back.posterior.attrs["warnings"]) == messages
     np.testing.assert_array_equal(back.posterior["obs_noise"].values, post["obs_noise"].values)
+
+
+def test_energy_gives_arvizs_bfmi_and_energy_plot(work, data):
+    az = pytest.importorskip("arviz", reason="az.bfmi and az.plot_energy need ArviZ (pip install 'nioc[arviz]')")
+    out = work / "post-energy"
+    idata = nioc.sample(data, task=TASK, out=out, echo=False, **SAMPLE)
+    stats = idata.sample_stats
+    # The Hamiltonian at each draw: −lp plus the kinetic energy of the draw's momentum, ≥ 0.
+    kinetic = stats["energy"] + stats["lp"]
+    assert bool((kinetic >= 0).all()) and bool((kinetic > 0).any())
+    assert bool(((stats["acceptance_rate"] >= 0) & (stats["acceptance_rate"] <= 1)).all())
+    depth, steps = stats["tree_depth"], stats["n_steps"]
+    assert bool(((steps >= 2**depth - 1) & (steps <= 2 ** (depth + 1) - 1) & (steps >= 1)).all())
+
+    # ArviZ's E-BFMI of each subject's chains is the one sample reports in summary.json.
+    summary = {s["subject"]: s for s in json.loads((out / "summary.json").read_text())["subjects"]}
+    for subject in ["1", "2"]:
+        one = idata.sel(subject=subject)
+        bfmi = az.bfmi(one)
+        assert bfmi.shape == (SAMPLE["chains"],) and np.isfinite(bfmi).all()
+        np.testing.assert_allclose(bfmi, [float(e) for e in summary[subject]["ebfmi"]], rtol=1e-10)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = az.plot_energy(idata.sel(subject="1"))
+    assert "BFMI" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    matplotlib.pyplot.close("all")
+
+    # A draws.csv of an earlier nioc-gpu, without the three columns, is still read: without
+    # them, as before (ArviZ then says there is no energy).
+    earlier = work / "post-earlier"
+    earlier.mkdir()
+    (earlier / "summary.json").write_text((out / "summary.json").read_text())
+    read_table(out / "draws.csv").drop(columns=["energy", "accept_stat", "n_leapfrog"]).to_csv(
+        earlier / "draws.csv", index=False)
+    old = nioc.read_sample(earlier)
+    assert list(old.sample_stats.data_vars) == ["lp", "diverging", "tree_depth", "step_size"]
+    np.testing.assert_array_equal(old.sample_stats["lp"].values, stats["lp"].values)
+    assert list(old.posterior.data_vars) == list(idata.posterior.data_vars)
+    with pytest.raises(TypeError, match="Energy"):
+        az.bfmi(old.sel(subject="1"))
 
 
 def test_read_sample_and_fit_of_existing_output(work, data):

@@ -161,8 +161,8 @@ def sample(
     Returns:
         An ArviZ ``InferenceData`` as :func:`read_sample` builds it: ``posterior``
         (chain × draw × subject), ``sample_stats`` (``lp``, ``diverging``, ``tree_depth``,
-        ``step_size``), ``observed_data``, and the summary's warnings in
-        ``posterior.attrs["warnings"]``.
+        ``step_size``, ``energy``, ``acceptance_rate``, ``n_steps``), ``observed_data``, and
+        the summary's warnings in ``posterior.attrs["warnings"]``.
 
     Raises:
         NiocError: the command failed; it carries the command's stderr.

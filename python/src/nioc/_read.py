@@ -83,9 +83,11 @@ def read_sample(
       ``(chain, draw, subject)``; chain and draw numbered as in ``draws.csv`` (from 1).
     * ``sample_stats``: from ``draws.csv``: ``lp`` (its ``log_posterior``: unconstrained
       scale, Jacobian included, up to a constant, as Stan's ``lp__``), ``diverging`` (its
-      ``divergent``), ``tree_depth`` and ``step_size``. nioc-gpu writes no energy, acceptance
-      statistic or leapfrog count, so ``az.bfmi`` and ``az.plot_energy`` have nothing to use;
-      the per-chain E-BFMI that ``sample`` computes is in ``summary.json`` (attrs below).
+      ``divergent``), ``tree_depth``, ``step_size``, ``energy`` (the Hamiltonian at the draw,
+      Stan's ``energy__``), ``acceptance_rate`` (its ``accept_stat``) and ``n_steps`` (its
+      ``n_leapfrog``), named as ArviZ's ``from_cmdstan`` names them, so that
+      ``az.bfmi(idata.sel(subject=s))`` and ``az.plot_energy`` work. The last three are left
+      out for a ``draws.csv`` of an earlier nioc-gpu, which did not write them.
     * ``observed_data`` (when ``data`` is given): the trajectory CSV, one row per time step
       (dim ``row``), with ``subject``, ``trial`` and ``t`` as coordinates.
     * ``posterior.attrs``: ``warnings`` (every warning message of ``summary.json``),
@@ -114,9 +116,19 @@ def read_sample(
         summary_text = f.read()
     summary = json.loads(summary_text)
 
-    stats = {"log_posterior": "lp", "divergent": "diverging", "tree_depth": "tree_depth", "step_size": "step_size"}
+    # draws.csv's sampler statistics and ArviZ's names of them (io_cmdstan's rename_dict).
+    stats = {
+        "log_posterior": "lp",
+        "divergent": "diverging",
+        "tree_depth": "tree_depth",
+        "step_size": "step_size",
+        "energy": "energy",
+        "accept_stat": "acceptance_rate",
+        "n_leapfrog": "n_steps",
+    }
     ids = ["subject", "chain", "draw"]
     params = [c for c in draws.columns if c not in ids and c not in stats]
+    stats = {k: v for k, v in stats.items() if k in draws.columns}  # earlier versions: no energy
     subjects = list(dict.fromkeys(draws["subject"]))  # the binary's order
 
     cube = (
