@@ -20,7 +20,7 @@ const UncertaintyBootstrap = "bootstrap"
 // and restarts per refit unless Options.Bootstrap and Options.BootstrapRestarts say otherwise.
 const (
 	DefaultBootstrapDraws    = 20
-	DefaultBootstrapRestarts = 5
+	DefaultBootstrapRestarts = 1
 )
 
 // DefaultBootstrapAgentNames are the agents the bootstrap simulates from unless
@@ -81,7 +81,7 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 			of = append(of, a)
 		}
 	}
-	refits, agentOf, err := f.refit(ctx, subjects, of, s.ID, batching)
+	refits, agentOf, err := f.refit(ctx, subjects, of, s.ID, x, batching)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -133,17 +133,28 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	return nil
 }
 
-// refit fits the bootstrap's data sets (subjects, made by agents of[j]) of subject id with
-// BootstrapRestarts restarts each, in the fit's chunk sizes, and returns the fitted
+// refit fits the bootstrap's data sets (subjects, made by agents of[j]) of subject id, fitted
+// at x (fitting scale), with BootstrapRestarts restarts each, the first from x, in the fit's chunk sizes, and returns the fitted
 // parameters (fitting scale) of those fitted without error, with their agents.
-func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id string, batching likelihood.Batching) ([][]float64, []int, error) {
+func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id string, x []float64, batching likelihood.Batching) ([][]float64, []int, error) {
 	opts := f.opts
 	opts.Restarts = f.opts.BootstrapRestarts
 	if opts.Restarts <= 0 {
 		opts.Restarts = DefaultBootstrapRestarts
 	}
 	opts.Seed = bootstrapSeed(f.opts.Seed+1, id)
-	opts.Bootstrap, opts.CheckDraws, opts.Progress, opts.Checkpoint, opts.Starts = 0, 0, nil, nil, nil
+	opts.Bootstrap, opts.CheckDraws, opts.Progress, opts.Checkpoint = 0, 0, nil, nil
+	// Every refit's first restart begins at the estimate, the others at random points: the
+	// refit's optimum is most likely near it, and a refit that finds none better than there
+	// says so without the random restarts' work.
+	at := map[string]float64{}
+	for k, i := range f.infer {
+		at[f.spec.Params[i].Name] = x[k]
+	}
+	opts.Starts, opts.StartsFrom = map[string]map[string]float64{}, ""
+	for _, s := range subjects {
+		opts.Starts[s.ID] = at
+	}
 	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
 	nf, err := New(f.e, opts)
 	if err != nil {

@@ -1,7 +1,9 @@
 package fit
 
 import (
+	"context"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -92,4 +94,34 @@ func TestBootstrapOverAgents(t *testing.T) {
 	shift := bs.AgentBias["delay1"]["obs_noise"] - bs.AgentBias["ours"]["obs_noise"]
 	assert.Greater(t, shift, 1.5*ours.Bootstrap.SD["obs_noise"])
 	assert.Greater(t, bs.SD["obs_noise"], 1.3*ours.Bootstrap.SD["obs_noise"])
+}
+
+// TestRefitsStartAtTheEstimate: every refit's first restart begins at the estimate. Refitted
+// on the subject's own trials with one restart of one iteration, the refits stay at the
+// subject's estimate (a random start would put them anywhere in the box).
+func TestRefitsStartAtTheEstimate(t *testing.T) {
+	m, err := models.Get("linear")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth, _ := spec.ScalableDefaults()
+	trials := simulateAt(t, "linear", truth, 0, control.SimOptions{Observe: control.ObservePartial, Trials: 40, Seed: 4, Temperature: spec.Temperature})
+	est := fitAll(t, newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 3, Seed: 1}), []Subject{{ID: "s", Trials: trials}})["s"]
+	require.Empty(t, est.Err)
+	f := newFitter(t, "linear", likelihood.Options{}, Options{Restarts: 1, Seed: 1, MaxIter: 1, BootstrapRestarts: 1})
+	x := make([]float64, len(f.infer))
+	for k, name := range f.Fitted() {
+		x[k] = est.Scaled[name]
+	}
+	var subjects []Subject
+	for j := range 6 {
+		subjects = append(subjects, Subject{ID: strconv.Itoa(j), Trials: trials})
+	}
+	refits, _, err := f.refit(context.Background(), subjects, make([]int, len(subjects)), "s", x, likelihood.Batching{})
+	require.NoError(t, err)
+	require.Len(t, refits, len(subjects))
+	for _, r := range refits {
+		for k := range x {
+			assert.InDelta(t, x[k], r[k], 1e-3*(f.hi[k]-f.lo[k]), "parameter %s", f.Fitted()[k])
+		}
+	}
 }
