@@ -388,6 +388,45 @@ func TestPendulumAngleNoiseAboveJitter(t *testing.T) {
 	}
 }
 
+// TestNavigationPolicyNoiseAboveJitter: navigation's position carries no noise and, where the
+// controls are small, its heading and speed carry little besides the policy noise
+// (dt²·τ·H̃⁻¹, about 1e-6 a step at τ = 1e-6). 200 fully observed trials of our agent with
+// that policy noise, τ fitted (the default): with the task's jitter (1e-8) the fitted τ lands
+// near the truth and every parameter within 3.5 standard errors; under the default jitter of
+// 1e-6 the likelihood cannot see the policy noise and puts τ at its lower bound.
+func TestNavigationPolicyNoiseAboveJitter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits 200 navigation trials twice")
+	}
+	m, err := models.Get("navigation")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth := []float64{0.0047, 0.61, 0.142, 0.1}
+	trials := simulateAt(t, "navigation", truth, 0, control.SimOptions{Observe: control.ObserveFull, Trials: 200, Seed: 5, Temperature: spec.Temperature})
+	subjects := []Subject{{ID: "s", Trials: trials}}
+	for _, jitter := range []float64{0, likelihood.DefaultJitter} {
+		lopts := likelihood.Options{Observe: control.ObserveFull, FitTemperature: true, Jitter: jitter}
+		res := fitAll(t, newFitter(t, "navigation", lopts, Options{Restarts: 4, Seed: 1}), subjects)["s"]
+		require.Empty(t, res.Err)
+		tau := res.Params["temperature"]
+		t.Logf("jitter %g: temperature %.4g for %.3g", jitter, tau, spec.Temperature)
+		if jitter == likelihood.DefaultJitter {
+			assert.Less(t, tau, spec.Temperature/10, "the default jitter should hide the policy noise here")
+			continue
+		}
+		assert.InDelta(t, math.Log10(spec.Temperature), math.Log10(tau), 0.3, "temperature")
+		require.NotNil(t, res.StdErr)
+		for i, p := range spec.Params {
+			if !slices.Contains(res.Fitted, p.Name) {
+				continue
+			}
+			z := (math.Log10(res.Params[p.Name]) - math.Log10(truth[i])) / res.StdErr[p.Name]
+			t.Logf("jitter %g: %s %.4g for %.4g (z = %.1f)", jitter, p.Name, res.Params[p.Name], truth[i], z)
+			assert.Less(t, math.Abs(z), 3.5, "%s", p.Name)
+		}
+	}
+}
+
 // TestTrackedFilterUnbiased: the agents of `simulate` (and of the reference's simulator) run
 // their own extended Kalman filter, whose gains depend on their belief and on the control
 // they apply; the pendulum's torque noise grows with the torque and its observation is
