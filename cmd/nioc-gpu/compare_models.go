@@ -58,21 +58,8 @@ func runCompareModels(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	paths := fs.Args()
-	if len(paths) < 2 {
-		return usagef("give two or more results files, one per model (fits of the same subjects' data under each model); got %d", len(paths))
-	}
-	if *evidence != "laplace" && *evidence != "bic" {
-		return usagef("unknown --evidence %q: use laplace or bic", *evidence)
-	}
-	if *samples < 0 {
-		return usagef("--samples must be >= 0, got %d", *samples)
-	}
-	for i, p := range paths {
-		for _, q := range paths[:i] {
-			if p == q || sameFile(p, q) {
-				return usagef("%s is given twice: give each model's results file once", p)
-			}
-		}
+	if err := checkCompareArgs(paths, *evidence, *samples); err != nil {
+		return err
 	}
 	modelNames, err := bmsNames(*names, paths)
 	if err != nil {
@@ -93,17 +80,8 @@ func runCompareModels(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	models := make([]bmsModel, len(paths))
-	for i, p := range paths {
-		if models[i], err = readBMSModel(p, modelNames[i], stderr); err != nil {
-			return err
-		}
-	}
-	subjects := bmsSubjects(models)
-	if err := checkSameData(models, subjects, stderr); err != nil {
-		return err
-	}
-	if err := checkEvidence(models, *evidence); err != nil {
+	models, subjects, err := readBMSModels(paths, modelNames, *evidence, stderr)
+	if err != nil {
 		return err
 	}
 	kept, L, left := evidenceMatrix(models, subjects, *evidence)
@@ -138,6 +116,48 @@ func runCompareModels(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", strings.Join(outputs, ", "))
 	return nil
+}
+
+// checkCompareArgs checks compare-models' results files (two or more, each once) and its
+// --evidence and --samples.
+func checkCompareArgs(paths []string, evidence string, samples int) error {
+	if len(paths) < 2 {
+		return usagef("give two or more results files, one per model (fits of the same subjects' data under each model); got %d", len(paths))
+	}
+	if evidence != "laplace" && evidence != "bic" {
+		return usagef("unknown --evidence %q: use laplace or bic", evidence)
+	}
+	if samples < 0 {
+		return usagef("--samples must be >= 0, got %d", samples)
+	}
+	for i, p := range paths {
+		for _, q := range paths[:i] {
+			if p == q || sameFile(p, q) {
+				return usagef("%s is given twice: give each model's results file once", p)
+			}
+		}
+	}
+	return nil
+}
+
+// readBMSModels reads each model's results file and returns the models and their subjects,
+// having checked that every model fitted the same data and carries the evidence asked for.
+func readBMSModels(paths, names []string, evidence string, stderr io.Writer) ([]bmsModel, []string, error) {
+	models := make([]bmsModel, len(paths))
+	for i, p := range paths {
+		var err error
+		if models[i], err = readBMSModel(p, names[i], stderr); err != nil {
+			return nil, nil, err
+		}
+	}
+	subjects := bmsSubjects(models)
+	if err := checkSameData(models, subjects, stderr); err != nil {
+		return nil, nil, err
+	}
+	if err := checkEvidence(models, evidence); err != nil {
+		return nil, nil, err
+	}
+	return models, subjects, nil
 }
 
 // bmsNames returns the models' names: --names's, else each file's name without .jsonl (its
