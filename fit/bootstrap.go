@@ -134,8 +134,9 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 }
 
 // refit fits the bootstrap's data sets (subjects, made by agents of[j]) of subject id, fitted
-// at x (fitting scale), with BootstrapRestarts restarts each, the first from x, in the fit's chunk sizes, and returns the fitted
-// parameters (fitting scale) of those fitted without error, with their agents.
+// at x (fitting scale), with BootstrapRestarts restarts each, the first from x, in the fit's
+// chunk sizes, and returns the fitted parameters (fitting scale) of those fitted without
+// error, with their agents.
 func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id string, x []float64, batching likelihood.Batching) ([][]float64, []int, error) {
 	opts := f.opts
 	opts.Restarts = f.opts.BootstrapRestarts
