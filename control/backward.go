@@ -142,6 +142,12 @@ func solveGains(H, G graph.Mat, g graph.Vec, eps float64) (L graph.Mat, l graph.
 //
 // This follows the derivation; the reference implementation writes BᵀS_xb A where the
 // derivation gives BᵀS_xbᵀA in G_x (the two agree when S_xb is symmetric).
+//
+// These are the paper's agent (models.ActThenSee). An agent that sees before it acts
+// (models.SeeThenAct) updates after the step with the observation of the new state:
+// b' = b⁻ + K(F(x' − b⁻) + ω(x')), b⁻ = A b + B u, K its filter-form gains, F and ω those of
+// x_{t+1}. Its step is the update taken back through the value function (partialValue.updated)
+// and then the step above with K = 0 (backwardPartialTimed).
 func BackwardPassPartial(tr *Trajectory, K []graph.Mat, eps float64) Gains {
 	lin := tr.flat()
 	Kv := make([]*graph.Value, len(K))
@@ -164,6 +170,52 @@ func (v partialValue) shifted(d graph.Vec) partialValue {
 	v.sx = graph.VecAdd(v.sx, graph.MatVec(graph.MatAdd(v.Sx, v.Sxb), d))
 	v.sb = graph.VecAdd(v.sb, graph.MatVec(graph.MatAdd(v.Sb, graph.T(v.Sxb)), d))
 	return v
+}
+
+// updated returns the value function before the update of an agent that sees before it acts
+// (models.SeeThenAct), from v after it: the agent's predicted belief b⁻ becomes
+// b' = b⁻ + K·(F(x − b⁻) + ω) = J b⁻ + KF x + K ω with J = I − KF, the observation noise
+// ω = W w + Σ_j D_j x w_j of the new state x (F, W, D at pn, the point of that state), so that
+// E_ω v(x, b') is, in (x, b⁻),
+//
+//	S_x  ← S_x + (KF)ᵀS_b KF + S_xb KF + (S_xb KF)ᵀ + Σ_j D_jᵀKᵀS_b K D_j,   S_b ← JᵀS_b J
+//	S_xb ← (KF)ᵀS_b J + S_xb J,   s_x ← s_x + (KF)ᵀs_b + Σ_j D_jᵀKᵀS_b K W_j,   s_b ← Jᵀs_b.
+//
+// BackwardPassPartial's step with a zero gain then takes it through the action and the
+// prediction (x' = A x + B u + ξ, b⁻ = A b + B u). Against the paper's agent the observation
+// term moves: there K F (x − b) and K D_j x enter with the current state before the dynamics
+// (and S_x gains D_jᵀKᵀS_b K D_j at step t); here K F (x' − b⁻) and K D_j x' enter with the
+// new state after them, with F, W, D of step t+1.
+func (v partialValue) updated(K graph.Mat, pn *Point) partialValue {
+	KF := graph.MatMul(K, pn.F())
+	J := graph.MatSub(graph.Eye(len(KF)), KF)
+	KtSbK := graph.Sandwich(graph.T(K), v.Sb)
+	SxbKF := graph.MatMul(v.Sxb, KF)
+	var next partialValue
+	next.Sx = graph.MatAdd(v.Sx, graph.MatAdd(graph.Sandwich(graph.T(KF), v.Sb), symPlusT(SxbKF)))
+	next.Sx = addIf(next.Sx, noiseQuad(pn.D(), KtSbK))
+	next.Sb = graph.Sandwich(graph.T(J), v.Sb)
+	next.Sxb = graph.MatMul(graph.MatAdd(graph.TMatMul(KF, v.Sb), v.Sxb), J)
+	next.sx = addVecIf(graph.VecAdd(v.sx, graph.TMatVec(KF, v.sb)), noiseVec(pn.D(), KtSbK, pn.W()))
+	next.sb = graph.TMatVec(J, v.sb)
+	return next
+}
+
+// backwardPartialTimed is one step of BackwardPassPartial for either timing, from the value
+// function v after it, with filter gain K. With pn nil (models.ActThenSee) it is
+// backwardPartialStep with K; with pn the point of step t+1 (models.SeeThenAct), v is first
+// taken back through the agent's update with the observation of x_{t+1} (v.updated), then
+// through the step with no observation (a zero gain). gap (nil for none) shifts the value by
+// the step's gap (Linearized.Gaps) before the step: the update sees the state and the
+// belief deviations relative to x_{t+1}, which both land gap away from it.
+func backwardPartialTimed(p, pn *Point, K graph.Mat, v partialValue, gap graph.Vec, eps float64) (L graph.Mat, l graph.Vec, Ht graph.Mat, next partialValue) {
+	if pn != nil {
+		v, K = v.updated(K, pn), graph.NewMat(len(K), len(K[0]))
+	}
+	if gap != nil {
+		v = v.shifted(gap)
+	}
+	return backwardPartialStep(p, K, v, eps)
 }
 
 // backwardPartialStep is one step of BackwardPassPartial: the gains at the step of p with

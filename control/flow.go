@@ -152,13 +152,27 @@ func KalmanGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.
 func FilterUpdateGainsFlow(f graph.Flow, lin *Linearized, init *graph.Value) []*graph.Value {
 	s := lin.s
 	n := len(s.X)
-	T := len(lin.Steps)
-	next := append(slices.Clone(lin.Steps[1:]), lin.Steps[T-1])
 	_, K := f.Scan("filter_update", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
 		K, P := FilterUpdateStep(pointFromFlat(s, xs[0]), pointFromFlat(s, xs[1]), graph.NewUnflattener(carry).Mat(n, n), nil)
 		return graph.Flatten(P), graph.Flatten(K)
-	}, init, [][]*graph.Value{lin.Steps, next}, nil, false)
+	}, init, [][]*graph.Value{lin.Steps, lin.nextSteps(f)}, nil, false)
 	return K
+}
+
+// seesFirst reports whether the agent of lin's task sees before it acts (models.SeeThenAct):
+// its filter then updates with the observation of x_{t+1} after acting at t, in filter form.
+func (lin *Linearized) seesFirst() bool {
+	return lin.s.Spec.ObservationTiming() == models.SeeThenAct
+}
+
+// nextSteps returns, per step t, the point at which an agent that sees before it acts
+// linearizes its observation of x_{t+1}: Steps[t+1], and at the last step a copy of Steps[T−1]
+// (the belief after that update acts no more, and Sx_T does not depend on it; a copy, as a
+// looped step takes no differentiated value twice).
+func (lin *Linearized) nextSteps(f graph.Flow) []*graph.Value {
+	T := len(lin.Steps)
+	last := f.Map("last_point", func(in [][]graph.S) [][]graph.S { return in }, lin.Steps[T-1])[0]
+	return append(slices.Clone(lin.Steps[1:]), last)
 }
 
 // BackwardPassFlow is BackwardPass run by a Flow: the gains (L_t, l_t, H̃_t, flat) per step.
@@ -190,6 +204,10 @@ func BackwardPassFlow(f graph.Flow, lin *Linearized, eps float64) []*graph.Value
 }
 
 // BackwardPassPartialFlow is BackwardPassPartial run by a Flow, with filter gains K (flat).
+// The task's timing says which: for models.ActThenSee the predictor-form gains of the
+// observation of x_t (KalmanGainsFlow's, or ClosedLoopMomentsFlow's); for models.SeeThenAct
+// the filter-form gains of the update with the observation of x_{t+1}
+// (FilterUpdateGainsFlow's, or ClosedLoopMomentsFlow's), the step then backwardPartialTimed's.
 func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, eps float64) []*graph.Value {
 	s := lin.s
 	n, _, _, m, _ := dims(s)
@@ -201,18 +219,27 @@ func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, ep
 	if lin.Ends != nil {
 		params = []*graph.Value{init}
 	}
-	seqs, gap, end := backwardSeqs(lin, lin.Steps, K)
+	seqs := [][]*graph.Value{lin.Steps, K}
+	seeFirst := lin.seesFirst()
+	if seeFirst {
+		seqs = append(seqs, lin.nextSteps(f))
+	}
+	seqs, gap, end := backwardSeqs(lin, seqs...)
 	_, gains := f.Scan("backward_partial", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
 		if end >= 0 {
 			carry = restart(xs[end][0], ps[0], carry)
 		}
 		c := graph.NewUnflattener(carry)
 		v := partialValue{Sx: c.Mat(n, n), Sb: c.Mat(n, n), Sxb: c.Mat(n, n), sx: c.Vec(n), sb: c.Vec(n)}
-		if gap >= 0 {
-			v = v.shifted(xs[gap])
+		var pn *Point // the observation of x_{t+1}, for an agent that sees before it acts
+		if seeFirst {
+			pn = pointFromFlat(s, xs[2])
 		}
-		Kt := graph.NewUnflattener(xs[1]).Mat(n, m)
-		L, l, H, nv := backwardPartialStep(pointFromFlat(s, xs[0]), Kt, v, eps)
+		var gapt graph.Vec
+		if gap >= 0 {
+			gapt = xs[gap]
+		}
+		L, l, H, nv := backwardPartialTimed(pointFromFlat(s, xs[0]), pn, graph.NewUnflattener(xs[1]).Mat(n, m), v, gapt, eps)
 		return graph.Flatten(nv.Sx, nv.Sb, nv.Sxb, nv.sx, nv.sb), graph.Flatten(L, l, H)
 	}, init, seqs, params, true)
 	return gains
@@ -220,16 +247,28 @@ func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, ep
 
 // ClosedLoopMomentsFlow is ClosedLoopMoments run by a Flow under the control gains (flat L,
 // l, H̃ per step): per step, K_t and the moments (Sb, Se, Sbe) before it; and the moments at T.
+// For an agent that sees before it acts (models.SeeThenAct) the moments at t are those after
+// its update with the observation of x_t, and K_t is the gain of its update with the
+// observation of x_{t+1} (momentsStep with the next step's point).
 func ClosedLoopMomentsFlow(f graph.Flow, lin *Linearized, gains []*graph.Value, init *graph.Value) (final *graph.Value, steps []*graph.Value) {
 	s := lin.s
 	n, k, _, _, _ := dims(s)
+	seqs := [][]*graph.Value{lin.Steps, gains}
+	seeFirst := lin.seesFirst()
+	if seeFirst {
+		seqs = append(seqs, lin.nextSteps(f))
+	}
 	return f.Scan("moments", func(carry []graph.S, xs, _ [][]graph.S) (next, y []graph.S) {
 		c := graph.NewUnflattener(carry)
 		mo := momentsState{Sb: c.Mat(n, n), Se: c.Mat(n, n), Sbe: c.Mat(n, n)}
 		L := graph.NewUnflattener(xs[1]).Mat(k, n)
-		K, nm := momentsStep(pointFromFlat(s, xs[0]), L, mo)
+		var pn *Point // the observation of x_{t+1}, for an agent that sees before it acts
+		if seeFirst {
+			pn = pointFromFlat(s, xs[2])
+		}
+		K, nm := momentsStep(pointFromFlat(s, xs[0]), pn, L, mo)
 		return graph.Flatten(nm.Sb, nm.Se, nm.Sbe), graph.Flatten(K, mo.Sb, mo.Se, mo.Sbe)
-	}, init, [][]*graph.Value{lin.Steps, gains}, nil, false)
+	}, init, seqs, nil, false)
 }
 
 // MomentsInit returns the moments (Sb, Se, Sbe) = (0, Σ0, 0) at which ClosedLoopMomentsFlow

@@ -147,9 +147,6 @@ func NewSolver(m models.Model, steps int, b backends.Backend, opts SolverOptions
 	if opts.Planner != models.PlannerFull && opts.Planner != models.PlannerPartial {
 		return nil, fmt.Errorf("unknown planner %q: use %q or %q", opts.Planner, models.PlannerFull, models.PlannerPartial)
 	}
-	if opts.Planner == models.PlannerPartial && s.Spec.ObservationTiming() == models.SeeThenAct {
-		return nil, fmt.Errorf("task %s sees before it acts (timing %q): the partially observable planner is written for %q; use planner %q", s.Spec.Name, models.SeeThenAct, models.ActThenSee, models.PlannerFull)
-	}
 	return &Solver{sym: s, backend: b, steps: steps, opts: opts}, nil
 }
 
@@ -428,7 +425,9 @@ func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) (err error) {
 
 // backwardFlow returns the gains (flat L, l, H̃ per step) of the problem linearized around
 // (X, U) with parameters theta (natural units); the partially observable planner filters
-// with the closed-loop Kalman gains of the previous gains Lprev.
+// with the closed-loop Kalman gains of the previous gains Lprev, in the form of the task's
+// timing (predictor form for models.ActThenSee, filter form for models.SeeThenAct: see
+// ClosedLoopMomentsFlow and BackwardPassPartialFlow).
 func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev []*graph.Value) []*graph.Value {
 	lin := LinearizeFlow(f, sv.sym, theta, X, U)
 	if sv.opts.Planner != models.PlannerPartial {

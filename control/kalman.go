@@ -47,6 +47,11 @@ func kalmanStep(A, F, obsCov, stateCov, P graph.Mat) (K, next graph.Mat) {
 // slips: it multiplies where it should add in (A + BL)ᵀ, starts the belief mean at the
 // absolute initial state instead of a zero deviation, and counts the cross moment Σbe once
 // instead of twice in E[xxᵀ].
+//
+// For an agent that sees before it acts (models.SeeThenAct) the same moments describe its
+// belief after the update with the observation of x_t (the initial belief at t = 0), and K_t
+// is the filter-form gain of its update with the observation of x_{t+1}: each step predicts
+// (the recursion above with K = 0), then updates (momentsUpdate).
 func FilterGainsPartial(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) []graph.Mat {
 	return ClosedLoopMoments(tr, L, Sigma0).K
 }
@@ -88,16 +93,16 @@ func ClosedLoopMoments(tr *Trajectory, L []graph.Mat, Sigma0 graph.Mat) *Moments
 type momentsState struct{ Sb, Se, Sbe graph.Mat }
 
 // momentsStep is one step of ClosedLoopMoments: the filter gain at the step of p under control
-// gain L, and the moments after it.
-func momentsStep(p *Point, L graph.Mat, mo momentsState) (K graph.Mat, next momentsState) {
+// gain L, and the moments after it. With pn nil the agent acts, then sees (models.ActThenSee):
+// K is the predictor-form gain of the observation of x_t (F, W, D at p), as in
+// FilterGainsPartial. With pn the point of step t+1 it sees, then acts (models.SeeThenAct):
+// the step predicts with K = 0 (b⁻ = (A+BL)b, e⁻ = A e + ξ) and momentsUpdate then applies
+// the filter-form update with the observation of x_{t+1} (F, W, D at pn).
+func momentsStep(p, pn *Point, L graph.Mat, mo momentsState) (K graph.Mat, next momentsState) {
 	Sb, Se, Sbe := mo.Sb, mo.Se, mo.Sbe
 	A, B, F := p.A(), p.B(), p.F()
-	Sx := graph.MatAdd(graph.MatAdd(Sb, Se), symPlusT(Sbe))
+	Sx := mo.sx()
 
-	obsCov := graph.Gram(p.W())
-	for _, Dj := range p.D() {
-		obsCov = graph.MatAdd(obsCov, graph.Sandwich(Dj, Sx))
-	}
 	M := graph.Gram(p.V())
 	Exu := graph.MatMulT(graph.MatAdd(Sb, graph.T(Sbe)), L) // E[x uᵀ]
 	Euu := graph.Sandwich(L, Sb)                            // E[u uᵀ]
@@ -106,20 +111,60 @@ func momentsStep(p *Point, L graph.Mat, mo momentsState) (K graph.Mat, next mome
 		M = graph.MatAdd(M, graph.MatAdd(graph.Sandwich(Cxj, Sx), graph.Sandwich(Cuj, Euu)))
 		M = graph.MatAdd(M, symPlusT(graph.MatMul(Cxj, graph.MatMulT(Exu, Cuj))))
 	}
+	ABL := graph.MatAdd(A, graph.MatMul(B, L))
+	if pn != nil {
+		return momentsUpdate(pn, momentsState{Sb: graph.Sandwich(ABL, Sb), Se: graph.MatAdd(graph.Sandwich(A, Se), M),
+			Sbe: graph.MatMulT(graph.MatMul(ABL, Sbe), A)})
+	}
 
-	G := graph.MatAdd(graph.Sandwich(F, Se), obsCov)
+	G := graph.MatAdd(graph.Sandwich(F, Se), obsNoiseCov(p, Sx))
 	lg := graph.Chol(G)
 	Z := graph.SolveLower(lg, graph.MatMul(F, graph.MatMulT(Se, A)))
 	K = graph.T(graph.SolveLowerT(lg, Z))
 	KGKt := graph.Gram(graph.T(Z))
 
-	ABL := graph.MatAdd(A, graph.MatMul(B, L))
 	KF := graph.MatMul(K, F)
 	nextSb := graph.MatAdd(graph.Sandwich(ABL, Sb), KGKt)
 	nextSb = graph.MatAdd(nextSb, symPlusT(graph.MatMul(ABL, graph.MatMulT(Sbe, KF))))
 	nextSe := graph.MatAdd(graph.MatSub(graph.Sandwich(A, Se), KGKt), M)
 	nextSbe := graph.MatMulT(graph.MatMul(ABL, Sbe), graph.MatSub(A, KF))
 	return K, momentsState{Sb: nextSb, Se: nextSe, Sbe: nextSbe}
+}
+
+// obsNoiseCov returns the covariance W Wᵀ + Σ_j D_j Σx D_jᵀ of the observation noise at p, Σx
+// the second moment of the state deviation there.
+func obsNoiseCov(p *Point, Sx graph.Mat) graph.Mat {
+	cov := graph.Gram(p.W())
+	for _, Dj := range p.D() {
+		cov = graph.MatAdd(cov, graph.Sandwich(Dj, Sx))
+	}
+	return cov
+}
+
+// momentsUpdate is the update of an agent that sees before it acts (models.SeeThenAct) in the
+// moments of ClosedLoopMoments: from the predicted moments (Sb, Se, Sbe) of b⁻ and e⁻ = x' − b⁻,
+// the agent sees y' = F x' + ω (F, W, D at pn, the point of x') and updates in filter form,
+// b' = b⁻ + K (F e⁻ + ω), e' = (I − KF) e⁻ − K ω, with ω's covariance R = obsNoiseCov(pn, Σx'):
+//
+//	S = F Se Fᵀ + R,   K = Se Fᵀ S⁻¹
+//	Sb ← Sb + K S Kᵀ + Sbe (KF)ᵀ + KF Sbeᵀ,   Se ← Se − K S Kᵀ,   Sbe ← Sbe (I − KF)ᵀ
+//
+// (E[b' e'ᵀ] loses the terms KF Se (I − KF)ᵀ − K R Kᵀ, which cancel for this K, as the
+// predictor form's do in momentsStep). Σx' = Sb + Se + Sbe + Sbeᵀ is unchanged by the update.
+// Compared with the predictor form it differs in where the gain acts: on the predicted
+// moments instead of A times the current ones, with F, W, D of x_{t+1} instead of x_t.
+func momentsUpdate(pn *Point, mo momentsState) (K graph.Mat, next momentsState) {
+	F := pn.F()
+	S := graph.MatAdd(graph.Sandwich(F, mo.Se), obsNoiseCov(pn, mo.sx()))
+	lg := graph.Chol(S)
+	Z := graph.SolveLower(lg, graph.MatMul(F, mo.Se)) // Lg⁻¹ F Se = Lg⁻¹ (Se Fᵀ)ᵀ
+	K = graph.T(graph.SolveLowerT(lg, Z))
+	KSKt := graph.Gram(graph.T(Z))
+	KF := graph.MatMul(K, F)
+	next.Sb = graph.MatAdd(graph.MatAdd(mo.Sb, KSKt), symPlusT(graph.MatMulT(mo.Sbe, KF)))
+	next.Se = graph.MatSub(mo.Se, KSKt)
+	next.Sbe = graph.MatMulT(mo.Sbe, graph.MatSub(graph.Eye(len(F[0])), KF))
+	return K, next
 }
 
 // ExpectedCostSpread returns the expected cost of the closed-loop system beyond the cost of

@@ -123,15 +123,20 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	}
 	// Agents that see before they act (models.SeeThenAct): signal-dependent motor noise
 	// (reaching), non-linear dynamics (pendulum) and a state-dependent observation noise
-	// (light-dark, with the fully observable planner).
+	// (light-dark, with the fully observable planner and with its own, the partially
+	// observable planner).
 	for _, name := range []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear",
-		"reaching+see", "pendulum+see", "lightdark+see"} {
-		base, see := strings.CutSuffix(name, "+see")
+		"reaching+see", "pendulum+see", "lightdark+see", "lightdark+see+partial"} {
+		base, variant, _ := strings.Cut(name, "+")
+		see := variant != ""
 		m, err := models.Get(base)
 		require.NoError(t, err)
 		planner := m.Spec().Planner
 		if see {
 			m, planner = models.WithTiming(m, models.SeeThenAct), models.PlannerFull
+			if variant == "see+partial" {
+				planner = models.PlannerPartial
+			}
 		}
 		spec := m.Spec()
 		natural, _ := testTheta(spec)

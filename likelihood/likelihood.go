@@ -182,8 +182,6 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("unknown form %q: use auto, unrolled or looped", o.Form)
 	case o.Prior != nil && len(o.Prior) != len(spec.States):
 		return o, fmt.Errorf("prior covariance must be %d×%d", len(spec.States), len(spec.States))
-	case o.Planner == models.PlannerPartial && o.Method == Ours && spec.ObservationTiming() == models.SeeThenAct:
-		return o, fmt.Errorf("task %s sees before it acts (timing %q): the partially observable planner is written for %q; use planner %q", spec.Name, models.SeeThenAct, models.ActThenSee, models.PlannerFull)
 	}
 	return o, nil
 }

@@ -178,7 +178,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	tf.registerTask(fs)
 	tf.registerObserve(fs)
 	fs.StringVar(&tf.planner, "planner", "", "the agent's planner, `full|partial`: full (fully observable iLQG on its belief) or partial (partially observable iLQG); default: the task's")
-	fs.StringVar(&tf.timing, "timing", "", "which observations the agent's action at t uses, `act-then-see|see-then-act`: act-then-see (those of x_0..x_{t-1}, the paper's agent) or see-then-act (it sees x_t, updates its belief, then acts: lqg's agent; planner full); default: the task's")
+	fs.StringVar(&tf.timing, "timing", "", "which observations the agent's action at t uses, `act-then-see|see-then-act`: act-then-see (those of x_0..x_{t-1}, the paper's agent) or see-then-act (it sees x_t, updates its belief, then acts: lqg's agent); default: the task's")
 	tf.registerBackend(fs)
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood, `ours|baseline`: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
