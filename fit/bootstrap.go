@@ -57,6 +57,17 @@ type Bootstrap struct {
 	SD        map[string]float64            `json:"sd_scaled"`   // standard deviation of the refits
 	Agents    []string                      `json:"agents,omitempty"`
 	AgentBias map[string]map[string]float64 `json:"agent_bias_scaled,omitempty"` // agent → parameter → its refits' mean − the estimate
+	Fits      []Refit                       `json:"fits,omitempty"`              // every refit, for a look at their spread
+}
+
+// Refit is one of the bootstrap's refits: the agent that simulated its data set, its
+// estimates (fitting scale), its maximized log-likelihood and the log-likelihood of its data
+// at the subject's estimate θ̂ (where its first restart began).
+type Refit struct {
+	Agent            string             `json:"agent"`
+	Scaled           map[string]float64 `json:"scaled"`
+	LogLik           float64            `json:"loglik"`
+	LogLikAtEstimate float64            `json:"loglik_at_estimate"`
 }
 
 // bootstrap runs the parametric bootstrap of subject s fitted at x (fitted parameters,
@@ -81,7 +92,15 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 			of = append(of, a)
 		}
 	}
-	refits, agentOf, err := f.refit(ctx, subjects, of, s.ID, x, batching)
+	refits, data, logliks, err := f.refit(ctx, subjects, s.ID, x, batching)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	agentOf := make([]int, len(data)) // the agent of each refit's data set
+	for j, d := range data {
+		agentOf[j] = of[d]
+	}
+	atEstimate, err := f.logLiksAt(subjects, x, batching)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -129,15 +148,35 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		}
 		res.setInterval(prm, x[k]-bs.Bias[prm.Name], se)
 	}
+	for j, row := range refits {
+		fit := Refit{Agent: agents[agentOf[j]].String(), Scaled: map[string]float64{}, LogLik: logliks[j], LogLikAtEstimate: atEstimate[data[j]]}
+		for k, i := range f.infer {
+			fit.Scaled[f.spec.Params[i].Name] = row[k]
+		}
+		bs.Fits = append(bs.Fits, fit)
+	}
 	res.Bootstrap, res.Uncertainty = bs, UncertaintyBootstrap
 	return nil
 }
 
-// refit fits the bootstrap's data sets (subjects, made by agents of[j]) of subject id, fitted
-// at x (fitting scale), with BootstrapRestarts restarts each, the first from x, in the fit's
-// chunk sizes, and returns the fitted parameters (fitting scale) of those fitted without
-// error, with their agents.
-func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id string, x []float64, batching likelihood.Batching) ([][]float64, []int, error) {
+// logLiksAt returns the log-likelihoods of the data sets of subjects at x (fitted parameters,
+// fitting scale), evaluated in the fit's batching.
+func (f *Fitter) logLiksAt(subjects []Subject, x []float64, batching likelihood.Batching) ([]float64, error) {
+	rows := make([][][][]float64, len(subjects))
+	at := make([][]float64, len(subjects))
+	full := f.full(x)
+	for i, s := range subjects {
+		rows[i], at[i] = s.Trials, full
+	}
+	lls, _, err := f.e.EvalRows(rows, at, batching)
+	return lls, err
+}
+
+// refit fits the bootstrap's data sets (subjects) of subject id, fitted at x (fitting scale),
+// with BootstrapRestarts restarts each, the first from x, in the fit's chunk sizes, and
+// returns for those fitted without error their fitted parameters (fitting scale), the index
+// of their data set in subjects and their maximized log-likelihoods.
+func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []float64, batching likelihood.Batching) ([][]float64, []int, []float64, error) {
 	opts := f.opts
 	opts.Restarts = f.opts.BootstrapRestarts
 	if opts.Restarts <= 0 {
@@ -159,10 +198,11 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id str
 	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
 	nf, err := New(f.e, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var refits [][]float64
-	var agentOf []int
+	var data []int
+	var logliks []float64
 	err = nf.FitFrom(ctx, subjects, nil, func(r Result) error {
 		if r.Err == "" {
 			row := make([]float64, len(f.infer))
@@ -170,11 +210,11 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, of []int, id str
 				row[k] = r.Scaled[f.spec.Params[i].Name]
 			}
 			j, _ := strconv.Atoi(r.Subject)
-			refits, agentOf = append(refits, row), append(agentOf, of[j])
+			refits, data, logliks = append(refits, row), append(data, j), append(logliks, r.LogLik)
 		}
 		return nil
 	})
-	return refits, agentOf, err
+	return refits, data, logliks, err
 }
 
 // simulateAt simulates K data sets of agent v (the likelihood's own for the zero value) at x

@@ -89,6 +89,24 @@ func TestBootstrapOverAgents(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, res.StdErr[name], bs.SD[name])
 	}
+	// The record's refits are those the bias and spread were taken of; each began at the
+	// estimate, so none ends below its data's log-likelihood there.
+	require.Len(t, bs.Fits, bs.Refits)
+	for _, a := range bs.Agents {
+		for _, name := range res.Fitted {
+			var sum, n float64
+			for _, r := range bs.Fits {
+				if r.Agent == a {
+					sum, n = sum+r.Scaled[name], n+1
+				}
+			}
+			require.Positive(t, n, a)
+			assert.InDelta(t, bs.AgentBias[a][name], sum/n-res.Scaled[name], 1e-12, "%s %s", a, name)
+		}
+	}
+	for j, r := range bs.Fits {
+		assert.GreaterOrEqual(t, r.LogLik, r.LogLikAtEstimate-1e-9*math.Abs(r.LogLik), "refit %d", j)
+	}
 	// The delayed agent's data put the observation noise 2.5 of our agent's SDs higher, and
 	// the pooled spread grows with it (0.039 against 0.022).
 	shift := bs.AgentBias["delay1"]["obs_noise"] - bs.AgentBias["ours"]["obs_noise"]
@@ -116,12 +134,16 @@ func TestRefitsStartAtTheEstimate(t *testing.T) {
 	for j := range 6 {
 		subjects = append(subjects, Subject{ID: strconv.Itoa(j), Trials: trials})
 	}
-	refits, _, err := f.refit(context.Background(), subjects, make([]int, len(subjects)), "s", x, likelihood.Batching{})
+	refits, data, logliks, err := f.refit(context.Background(), subjects, "s", x, likelihood.Batching{})
 	require.NoError(t, err)
 	require.Len(t, refits, len(subjects))
-	for _, r := range refits {
+	require.Len(t, data, len(subjects))
+	require.Len(t, logliks, len(subjects))
+	for j, r := range refits {
 		for k := range x {
 			assert.InDelta(t, x[k], r[k], 1e-3*(f.hi[k]-f.lo[k]), "parameter %s", f.Fitted()[k])
 		}
+		// The refit's data are the subject's own trials: its log-likelihood is the subject's.
+		assert.InDelta(t, est.LogLik, logliks[j], 1e-6*math.Abs(est.LogLik), "refit of data set %d", data[j])
 	}
 }
