@@ -33,7 +33,15 @@ type SimOptions struct {
 	// its control law is applied to x_{t−1}; x_{−1} = x_0). The likelihood does not model it;
 	// it is there to test robustness to agents that differ from the model.
 	Delay int
-	Form  string // "unrolled", "looped", or "" for looped on backends that compile slowly
+	// NoFeedForward: the agent's controls leave out the feed-forward term l of the policy's
+	// final backward pass, u = ū + L·(x − x̄): the noise-free optimum's controls with
+	// feedback. Where motor noise depends on the control, l is the step from the noise-free
+	// optimum towards the optimum of the expected cost, which the planner's line search (on
+	// the noise-free cost) never takes; the JAX reference's agents shrink it to nothing
+	// (docs/intervals.md, "The reference's agent"). Like Delay, it is there to simulate an
+	// agent that differs from the likelihood's.
+	NoFeedForward bool
+	Form          string // "unrolled", "looped", or "" for looped on backends that compile slowly
 	// TrialIDs, if set, are the numbers of the Trials trials (their noise streams, see
 	// Simulate); nil means 0, 1, …, Trials−1.
 	TrialIDs []int
@@ -73,6 +81,11 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	}
 	if opts.TrialIDs != nil && len(opts.TrialIDs) != opts.Trials {
 		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
+	}
+	if opts.NoFeedForward {
+		q := *pol
+		q.Offset = make([]float64, len(pol.Offset))
+		pol = &q
 	}
 	spec := s.Spec
 	P, M, T := pol.Problems, opts.Trials, pol.Steps

@@ -43,8 +43,8 @@ func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, seed 
 }
 
 // SimulateVariantTrials is SimulateAgentTrials for an agent that departs from the
-// likelihood's as v says: without policy noise, with its planner stopped early, or sensing
-// with a delay. fit's bootstrap over agents uses it.
+// likelihood's as v says: without policy noise, with its planner stopped early, sensing with a
+// delay, or without the feed-forward correction for signal-dependent noise. fit's bootstrap over agents uses it.
 func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, seed uint64, v AgentVariant) ([][][][]float64, error) {
 	if v.Delay != 0 && v.Delay != 1 {
 		return nil, fmt.Errorf("agent %s: a delay of 0 or 1 steps, got %d", v, v.Delay)
@@ -93,7 +93,7 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, see
 			return nil, err
 		}
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
-			Temperature: e.opts.Temperature, Delay: v.Delay}
+			Temperature: e.opts.Temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
 		switch {
 		case v.NoPolicyNoise:
 			so.Temperature = 0

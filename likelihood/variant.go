@@ -20,11 +20,16 @@ type AgentVariant struct {
 	PlannerIterations int
 	// Delay is a sensorimotor delay in steps, 0 or 1 (control.SimOptions.Delay).
 	Delay int
+	// NoFeedForward: the agent acts on the noise-free optimum's controls, without the
+	// feed-forward correction for signal-dependent noise (control.SimOptions.NoFeedForward),
+	// as the JAX reference's agents do.
+	NoFeedForward bool
 }
 
 // ParseAgentVariant reads a variant's name: "ours" (the likelihood's agent), "ours-nonoise"
-// (no policy noise), "iterN" (the planner stopped after N ≥ 1 iterations) or "delay1" (a
-// sensorimotor delay of one step). It returns an error naming the accepted forms otherwise.
+// (no policy noise), "iterN" (the planner stopped after N ≥ 1 iterations), "delay1" (a
+// sensorimotor delay of one step) or "nofeedforward" (the noise-free optimum's controls). It
+// returns an error naming the accepted forms otherwise.
 func ParseAgentVariant(name string) (AgentVariant, error) {
 	switch {
 	case name == "ours":
@@ -39,8 +44,10 @@ func ParseAgentVariant(name string) (AgentVariant, error) {
 		return AgentVariant{PlannerIterations: n}, nil
 	case name == "delay1":
 		return AgentVariant{Delay: 1}, nil
+	case name == "nofeedforward":
+		return AgentVariant{NoFeedForward: true}, nil
 	}
-	return AgentVariant{}, fmt.Errorf("unknown agent %q: use ours, ours-nonoise, iterN (N >= 1) or delay1", name)
+	return AgentVariant{}, fmt.Errorf("unknown agent %q: use ours, ours-nonoise, iterN (N >= 1), delay1 or nofeedforward", name)
 }
 
 // ParseAgentVariants reads a comma-separated list of ParseAgentVariant's names, each at most
@@ -74,6 +81,9 @@ func (v AgentVariant) String() string {
 	}
 	if v.Delay > 0 {
 		parts = append(parts, "delay"+strconv.Itoa(v.Delay))
+	}
+	if v.NoFeedForward {
+		parts = append(parts, "nofeedforward")
 	}
 	if len(parts) == 0 {
 		return "ours"

@@ -22,6 +22,7 @@ func TestParseAgentVariant(t *testing.T) {
 		{"iter3", AgentVariant{PlannerIterations: 3}, ""},
 		{"iter10", AgentVariant{PlannerIterations: 10}, ""},
 		{"delay1", AgentVariant{Delay: 1}, ""},
+		{"nofeedforward", AgentVariant{NoFeedForward: true}, ""},
 		{"iter0", AgentVariant{}, "N >= 1"},
 		{"iterx", AgentVariant{}, "N >= 1"},
 		{"delay2", AgentVariant{}, "unknown agent"},
@@ -66,6 +67,10 @@ func TestSimulateVariantTrials(t *testing.T) {
 		require.NoError(t, err)
 		pol, err := sv.SolveIterations([][]float64{theta}, nil, iters)
 		require.NoError(t, err)
+		if so.NoFeedForward { // built by hand: the policy without its feed-forward term
+			so.NoFeedForward = false
+			clear(pol.Offset)
+		}
 		so.Observe, so.Trials, so.TrialIDs, so.Seed = control.ObservePartial, trials, ids, seed
 		xs, err := control.Simulate(m, pol, [][]float64{theta}, b, so)
 		require.NoError(t, err)
@@ -80,6 +85,7 @@ func TestSimulateVariantTrials(t *testing.T) {
 		{AgentVariant{PlannerIterations: 1}, direct(1, control.SimOptions{Temperature: tau})},
 		{AgentVariant{NoPolicyNoise: true}, direct(100, control.SimOptions{})},
 		{AgentVariant{Delay: 1}, direct(100, control.SimOptions{Temperature: tau, Delay: 1})},
+		{AgentVariant{NoFeedForward: true}, direct(100, control.SimOptions{Temperature: tau, NoFeedForward: true})},
 	} {
 		got, err := e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, c.v)
 		require.NoError(t, err, c.v.String())
@@ -92,6 +98,10 @@ func TestSimulateVariantTrials(t *testing.T) {
 	ours := direct(100, control.SimOptions{Temperature: tau})
 	early := direct(1, control.SimOptions{Temperature: tau})
 	assert.Greater(t, maxAbsDiff(ours, early), 1e-3, "one iteration of iLQG plans another control than the converged one")
+	// The pendulum's motor noise grows with the torque, so its converged policy keeps a
+	// feed-forward step towards the optimum of the expected cost; without it the agent acts
+	// differently.
+	assert.Greater(t, maxAbsDiff(ours, direct(100, control.SimOptions{Temperature: tau, NoFeedForward: true})), 1e-4, "the feed-forward term is not a no-op")
 	_, err = e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, AgentVariant{Delay: 2})
 	assert.ErrorContains(t, err, "delay of 0 or 1")
 }

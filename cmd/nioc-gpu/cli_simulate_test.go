@@ -30,6 +30,7 @@ func TestCLISimulate(t *testing.T) {
 		{"policy noise stated", "linear", []string{"--trials", "2", "--steps", "3"}, 1, 2, 3, "agent: maximum-causal-entropy policy noise at temperature 0.001"},
 		{"planner stopped", "pendulum", []string{"--trials", "2", "--steps", "6", "--planner-iterations", "1"}, 1, 2, 6, "iLQG stopped after 1 iterations, not converged"},
 		{"delay", "pendulum", []string{"--trials", "2", "--steps", "6", "--delay", "1"}, 1, 2, 6, "sensorimotor delay of 1 step"},
+		{"no feed-forward", "pendulum", []string{"--trials", "2", "--steps", "6", "--no-feedforward"}, 1, 2, 6, "controls without the feed-forward term"},
 		{"one step", "linear", []string{"--trials", "1", "--steps", "1"}, 1, 1, 1, "wrote"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

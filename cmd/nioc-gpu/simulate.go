@@ -18,7 +18,7 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--no-feedforward] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
@@ -30,6 +30,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	temperature := fs.Float64("temperature", -1, "maximum-causal-entropy policy noise of the agent (covariance temperature·H⁻¹); default: the task's (paper Table 1), as the likelihood assumes; 0 for none")
 	iterations := fs.Int("planner-iterations", 0, "stop the agent's iLQG planner after N iterations (an agent that has not finished planning); default: until it converges (at most 100)")
 	delay := fs.Int("delay", 0, "sensorimotor delay of the agent in steps, 0 or 1: with 1 it senses x_{t-1} at step t (the likelihood does not model this)")
+	noFeedForward := fs.Bool("no-feedforward", false, "the agent acts on the noise-free optimum's controls, without the feed-forward correction for signal-dependent noise (as the JAX reference's agents; the likelihood does not model this)")
 	var pf populationFlags
 	pf.register(fs)
 	out := fs.String("out", "", "output CSV file")
@@ -68,7 +69,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if sim.MinSteps, sim.MaxSteps, err = lengthRange(*varyLength, isSet(fs, "vary-length"), isSet(fs, "steps"), spec); err != nil {
 		return err
 	}
-	sim.Solver.MaxIter, sim.Sim.Delay = *iterations, *delay
+	sim.Solver.MaxIter, sim.Sim.Delay, sim.Sim.NoFeedForward = *iterations, *delay, *noFeedForward
 	if sim.Sim.Temperature, err = checkSimulation(sim, *temperature, spec.Temperature); err != nil {
 		return err
 	}
@@ -146,7 +147,11 @@ func reportSimulation(stderr io.Writer, spec models.Spec, sim study.Simulation, 
 	}
 	fmt.Fprintf(stderr, "wrote %d subject(s) × %d trials × %s of %s (%s observability, %s planner) to %s\n",
 		sim.Subjects, sim.Trials, stepsText, spec.Name, sim.Sim.Observe, sim.Solver.Planner, out)
-	fmt.Fprintf(stderr, "agent: %s; %s; %s\n", policyNoiseText(sim.Sim.Temperature), plannerText(slices.Collect(maps.Values(byHorizon))), delayText(sim.Sim.Delay))
+	ff := ""
+	if sim.Sim.NoFeedForward {
+		ff = "; controls without the feed-forward term (the noise-free optimum's)"
+	}
+	fmt.Fprintf(stderr, "agent: %s; %s; %s%s\n", policyNoiseText(sim.Sim.Temperature), plannerText(slices.Collect(maps.Values(byHorizon))), delayText(sim.Sim.Delay), ff)
 }
 
 // checkSimulation returns a usage error for a value of simulate's flags out of its range, and
