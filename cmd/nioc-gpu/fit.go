@@ -64,7 +64,7 @@ type fitFlags struct {
 }
 
 func (ff *fitFlags) register(fs *flag.FlagSet) {
-	fs.Var(&ff.maxMemory, "max-memory", "memory `budget|auto`: a size (1.5GB, 800MB) that the likelihood's evaluations keep within, choosing the form (unrolled, or looped with fewer trajectories per run) by it; auto (default): half of the machine's memory; 0: none (docs/speed.md, \"Long trials\")")
+	ff.maxMemory.register(fs)
 	fs.IntVar(&ff.restarts, "restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	fs.Uint64Var(&ff.seed, "seed", 1, "seed of the restarts' initial points")
 	fs.IntVar(&ff.maxIter, "max-iter", 200, "L-BFGS-B iterations per restart")
@@ -134,7 +134,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err := sf.checkTemperature(&tf, spec, opts, fixed); err != nil {
 		return err
 	}
-	set, opts, err := readPlanned(&tf, &sf, m, opts, ff.maxMemory, stderr)
+	set, opts, err := readPlanned(&tf, sf.data, &sf.maxBatch, m, opts, ff.maxMemory, stderr)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -55,6 +56,12 @@ func (m *memoryFlag) Set(s string) error {
 	return nil
 }
 
+// register adds --max-memory to fs: fit, sample (also --population) and population take the
+// same flag with the same meaning.
+func (m *memoryFlag) register(fs *flag.FlagSet) {
+	fs.Var(m, "max-memory", "memory `budget|auto`: a size (1.5GB, 800MB) that the likelihood's evaluations keep within, choosing the form (unrolled, or looped with fewer trajectories per run) by it; auto (default): half of the machine's memory; 0: none (docs/speed.md, \"Long trials\")")
+}
+
 // budget returns the budget in bytes: 0 for none.
 func (m memoryFlag) budget() int64 {
 	if m.explicit {
@@ -82,28 +89,30 @@ func machineMemory() int64 {
 	return 0
 }
 
-// readPlanned reads the subjects of --data and applies --max-memory to their evaluations
-// (planMemory).
-func readPlanned(tf *taskFlags, sf *subjectFlags, m models.Model, opts likelihood.Options, mem memoryFlag, stderr io.Writer) (*data.Set, likelihood.Options, error) {
-	set, err := readData(sf.data, m.Spec())
+// readPlanned reads the subjects of the data file path (--data) and applies --max-memory to
+// their evaluations (planMemory), lowering *maxBatch (--max-batch) where the budget needs it:
+// the one place where fit, sample, sample --population and population read their data and plan
+// their memory, before they make the evaluator of the returned options.
+func readPlanned(tf *taskFlags, path string, maxBatch *int, m models.Model, opts likelihood.Options, mem memoryFlag, stderr io.Writer) (*data.Set, likelihood.Options, error) {
+	set, err := readData(path, m.Spec())
 	if err != nil {
 		return nil, opts, err
 	}
-	opts, err = planMemory(tf, m, opts, set, mem, &sf.maxBatch, stderr)
+	opts, err = planMemory(tf, m, opts, set, mem, maxBatch, stderr)
 	return set, opts, err
 }
 
-// planMemory applies --max-memory to a fit of set: likelihood.PlanMemory chooses the form and
-// bounds the trajectories per graph run (lowering *maxBatch), and the budget becomes the Go
-// runtime's memory limit (debug.SetMemoryLimit; GOMEMLIMIT where lower), so that the
-// collector keeps to it, also while it builds a graph (graph's pauseGC keeps a lower limit). It
-// says on stderr when the budget changes how the fit runs.
+// planMemory applies --max-memory to the evaluations of set: likelihood.PlanMemory chooses the
+// form and bounds the trajectories per graph run (lowering *maxBatch), and the budget becomes
+// the Go runtime's memory limit (debug.SetMemoryLimit; GOMEMLIMIT where lower), so that the
+// collector keeps to it, also while it builds a graph (graph's pauseGC keeps a lower limit);
+// a budget that holds no trajectory is a usage error, and leaves the limit as it was. It says
+// on stderr when the budget changes how the likelihood is evaluated.
 func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *data.Set, mem memoryFlag, maxBatch *int, stderr io.Writer) (likelihood.Options, error) {
 	budget := mem.budget()
 	if budget <= 0 {
 		return opts, nil
 	}
-	debug.SetMemoryLimit(min(budget, debug.SetMemoryLimit(-1)))
 	b, err := tf.backendOrErr()
 	if err != nil {
 		return opts, err
@@ -113,6 +122,7 @@ func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *dat
 	if err != nil {
 		return opts, usagef("--max-memory: %v", err)
 	}
+	debug.SetMemoryLimit(min(budget, debug.SetMemoryLimit(-1))) // once the plan holds: its probe graphs are small
 	if plan.MaxTrajectories > 0 {
 		*maxBatch = min(*maxBatch, plan.MaxTrajectories)
 	}

@@ -45,6 +45,7 @@ type popFlags struct {
 	resume, quiet                            bool
 	every                                    time.Duration
 	truth                                    string // --truth: the subjects' true values, for the figures
+	maxMemory                                memoryFlag
 }
 
 func (pf *popFlags) register(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (pf *popFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&pf.maxEM, "max-em", 50, "EM iterations at most")
 	fs.Float64Var(&pf.tol, "em-tol", 0.01, "EM stops when the log marginal likelihood rises by less than this (nats)")
 	fs.IntVar(&pf.maxBatch, "max-batch", 2500, "parameter vectors × trials evaluated per graph run (bounds memory)")
+	pf.maxMemory.register(fs)
 	fs.BoolVar(&pf.resume, "resume", false, "continue an interrupted run in --out")
 	fs.BoolVar(&pf.quiet, "quiet", false, "no progress bar")
 	fs.DurationVar(&pf.every, "checkpoint-every", time.Minute, "save the independent fits' optimizer state this often (and on Ctrl-C); 0 disables")
@@ -83,7 +85,7 @@ func (pf *popFlags) check() error {
 }
 
 func runPopulation(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--truth FILE] [--backend go|xla] --out DIR", stderr)
+	fs := newFlags("population", "--task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--restarts 20] [--seed 1] [--max-em 50] [--em-tol 0.01] [--infer name,...] [--fix name=value,...] [--resume] [--truth FILE] [--max-memory auto|SIZE] [--backend go|xla] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var pf popFlags
@@ -110,11 +112,18 @@ func runPopulation(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := tf.evaluator(m, opts)
+	fixNames, fixValues, err := parseAssignments(pf.fix, "fix")
 	if err != nil {
 		return err
 	}
-	fixNames, fixValues, err := parseAssignments(pf.fix, "fix")
+	if err := pf.prepareOut(); err != nil {
+		return err
+	}
+	set, opts, err := readPlanned(&tf, pf.data, &pf.maxBatch, m, opts, pf.maxMemory, stderr)
+	if err != nil {
+		return err
+	}
+	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
 	}
@@ -122,13 +131,6 @@ func runPopulation(args []string, stdout, stderr io.Writer) error {
 		Fix: map[string]float64{}, MaxBatch: pf.maxBatch, CheckpointEvery: pf.every}
 	for i, n := range fixNames {
 		fopts.Fix[n] = fixValues[i]
-	}
-	if err := pf.prepareOut(); err != nil {
-		return err
-	}
-	set, err := readData(pf.data, spec)
-	if err != nil {
-		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

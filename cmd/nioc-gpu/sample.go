@@ -29,6 +29,7 @@ type samplerFlags struct {
 	prior, init, adjust, metric               string
 	targetAccept                              float64
 	force                                     bool
+	maxMemory                                 memoryFlag
 }
 
 func (f *samplerFlags) register(fs *flag.FlagSet) {
@@ -44,6 +45,7 @@ func (f *samplerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxDepth, "max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
 	fs.StringVar(&f.metric, "metric", "dense", "the sampler's metric (mass matrix), adapted in warm-up: dense (the draws' covariance, for correlated parameters) or diag (their variances, Stan's default)")
 	fs.Float64Var(&f.targetAccept, "target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
+	f.maxMemory.register(fs)
 }
 
 // check returns a usage error for a flag's value out of its range; resume is --resume.
@@ -81,7 +83,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return runSamplePopulation(args, stdout, stderr)
 		}
 	}
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust curvature|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust curvature|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] [--max-memory auto|SIZE] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -121,6 +123,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := sf.checkTemperature(&tf, m.Spec(), opts, fixed); err != nil {
 		return err
 	}
+	if err := checkSampleOutputs(&sf, &f); err != nil {
+		return err
+	}
+	set, opts, err := readPlanned(&tf, sf.data, &sf.maxBatch, m, opts, f.maxMemory, stderr)
+	if err != nil {
+		return err
+	}
 	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return err
@@ -135,13 +144,12 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	return sampleData(sampler, m, &sf, &f, &ff, k, n, fromFit, stderr)
+	return sampleData(sampler, m, set, &sf, &f, &ff, k, n, fromFit, stderr)
 }
 
-// sampleData checks the outputs of a sample run, reads its data and samples the subjects of
-// its shard k of n that the output directory lacks with sampler, from the estimates of
-// --init's results file when fromFit; m is the task.
-func sampleData(sampler *ioc.Sampler, m models.Model, sf *subjectFlags, f *samplerFlags, ff *figureFlags, k, n int, fromFit bool, stderr io.Writer) error {
+// checkSampleOutputs refuses the outputs of a sample run that exist (unless --resume or
+// --force) or that are the data file.
+func checkSampleOutputs(sf *subjectFlags, f *samplerFlags) error {
 	outputs := ioc.Files(sf.out)
 	if !sf.resume && !f.force {
 		if err := refuseExisting("use --resume to continue that run, --force to replace it, or choose another --out", outputs...); err != nil {
@@ -153,15 +161,19 @@ func sampleData(sampler *ioc.Sampler, m models.Model, sf *subjectFlags, f *sampl
 			return usagef("the output %s would overwrite the data file; choose another --out", p)
 		}
 	}
+	return nil
+}
+
+// sampleData samples the subjects of set (read from --data) in its shard k of n that the
+// output directory lacks with sampler, from the estimates of --init's results file when
+// fromFit; m is the task.
+func sampleData(sampler *ioc.Sampler, m models.Model, set *data.Set, sf *subjectFlags, f *samplerFlags, ff *figureFlags, k, n int, fromFit bool, stderr io.Writer) error {
 	spec := sampler.Selection().Spec()
-	set, err := readData(sf.data, spec)
-	if err != nil {
-		return err
-	}
 	if err := noteLengths(stderr, set, spec, sf.data); err != nil {
 		return err
 	}
 	subjects := ioc.Subjects(set, k, n)
+	var err error
 	if fromFit {
 		if sampler, err = initSampler(sampler, f.init, subjects, set, stderr); err != nil {
 			return err

@@ -42,7 +42,7 @@ type hierReport struct {
 // runSamplePopulation is sample --population DIR: the hierarchical posterior of the population
 // fit in DIR (nioc-gpu population), its chains started at that fit.
 func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sample --population", "DIR --task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--chains 4] [--warmup 500] [--draws 1000] [--seed 1] [--target-accept 0.8] [--max-depth 10] [task and likelihood flags as for the population fit] --out DIR", stderr)
+	fs := newFlags("sample --population", "DIR --task NAME --data FILE.csv [--subjects subjects.csv --population-model \"~ group\"] [--chains 4] [--warmup 500] [--draws 1000] [--seed 1] [--target-accept 0.8] [--max-depth 10] [--max-memory auto|SIZE] [task and likelihood flags as for the population fit] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var pf popFlags
@@ -52,6 +52,7 @@ func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&pf.out, "out", "", "output directory: "+hierJSON+", "+hierDraws)
 	fs.Uint64Var(&pf.seed, "seed", 1, "seed of the chains")
 	fs.IntVar(&pf.maxBatch, "max-batch", 2500, "subjects × chains × trials evaluated per graph run (bounds memory)")
+	pf.maxMemory.register(fs)
 	from := fs.String("population", "", "the output directory of the `nioc-gpu population` fit to sample from (its settings, and where the chains start)")
 	chains := fs.Int("chains", 4, "chains")
 	warmup := fs.Int("warmup", 500, "warm-up iterations per chain")
@@ -74,7 +75,7 @@ func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, X, err := hierarchicalOf(&tf, &pf, rep)
+	h, X, err := hierarchicalOf(&tf, &pf, rep, stderr)
 	if err != nil {
 		return err
 	}
@@ -126,8 +127,9 @@ func readPopulationFit(dir string) (*population.Report, population.Step, error) 
 }
 
 // hierarchicalOf returns the hierarchical posterior of the population fit rep for the
-// task, likelihood and data of the flags, which must be the fit's.
-func hierarchicalOf(tf *taskFlags, pf *popFlags, rep *population.Report) (*population.Hierarchical, [][]float64, error) {
+// task, likelihood and data of the flags, which must be the fit's, evaluated within
+// --max-memory (notes on stderr).
+func hierarchicalOf(tf *taskFlags, pf *popFlags, rep *population.Report, stderr io.Writer) (*population.Hierarchical, [][]float64, error) {
 	m, err := tf.model()
 	if err != nil {
 		return nil, nil, err
@@ -140,11 +142,11 @@ func hierarchicalOf(tf *taskFlags, pf *popFlags, rep *population.Report) (*popul
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := tf.evaluator(m, opts)
+	set, opts, err := readPlanned(tf, pf.data, &pf.maxBatch, m, opts, pf.maxMemory, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	set, err := readData(pf.data, m.Spec())
+	e, err := tf.evaluator(m, opts)
 	if err != nil {
 		return nil, nil, err
 	}
