@@ -9,6 +9,7 @@ import (
 
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // UncertaintyBootstrap (Options.Uncertainty): the robust standard errors widened and the
@@ -24,11 +25,13 @@ const (
 )
 
 // DefaultBootstrapAgentNames are the agents the bootstrap simulates from unless
-// Options.BootstrapAgents says otherwise: the likelihood's own, one without policy noise and
-// two whose planners stopped after 3 and 10 iterations (likelihood.ParseAgentVariant). The
-// delayed agent is left out: it moves the estimates by far more than the other agents' data
-// are off (docs/intervals.md).
-const DefaultBootstrapAgentNames = "ours,ours-nonoise,iter3,iter10"
+// Options.BootstrapAgents says otherwise: the likelihood's own, one without policy noise,
+// one whose planner stopped after 10 iterations and one that acts without the feed-forward
+// term (likelihood.ParseAgentVariant). The planner stopped after 3 iterations is left out: on
+// navigation, whose planner needs about 7, it moves the estimates by far more than the
+// reference's agent's data are off and widens the intervals of our own agent's data threefold;
+// the delayed agent too, for the same reason (docs/intervals.md).
+const DefaultBootstrapAgentNames = "ours,ours-nonoise,iter10,nofeedforward"
 
 // DefaultBootstrapAgents returns the agents of DefaultBootstrapAgentNames.
 func DefaultBootstrapAgents() []likelihood.AgentVariant {
@@ -42,13 +45,18 @@ func DefaultBootstrapAgents() []likelihood.AgentVariant {
 // Bootstrap is what the bias-corrected parametric bootstrap of one subject found: Draws data
 // sets simulated at the estimate θ̂, split evenly among Agents (the likelihood's own agent and
 // agents that depart from it as subjects plausibly do: likelihood.AgentVariant), each refitted
-// with our likelihood and BootstrapRestarts random restarts. In the fitting scale, Bias = mean
-// of all refits − θ̂ estimates the estimator's bias at θ̂ averaged over the agents, and SD the
-// refits' spread about that mean, which holds both each agent's scatter and how far the
-// agents' own means lie apart; the subject's standard error becomes SE = max(SD, the robust
-// SE) and its 95 % interval (θ̂ − Bias) ± 1.96·SE (docs/intervals.md: where the intervals
-// miss, it is mostly because the estimator is biased and scattered more than the curvature
-// says, on data of our agent and of others). AgentBias holds each agent's own mean − θ̂: how
+// from θ̂ with our likelihood. In the fitting scale, Bias = mean of all K refits − θ̂
+// estimates the estimator's bias at θ̂ averaged over the agents, and SD the refits' spread
+// about that mean, which holds both each agent's scatter and how far the agents' own means
+// lie apart. The subject's standard error becomes SE = √(max(SD, robust SE)² + SD²/K) (the
+// second term: the error of the estimated bias) and its 95 % interval (θ̂ − Bias) ± t·SE with
+// t the 97.5 % quantile of Student's t with K − 1 degrees of freedom (SD is estimated from K
+// refits), joined with the interval ± t·SE around every other optimum the fit's restarts
+// found (Result.Ends) whose log-likelihood is within LogLikGap95 of the best: the 95th
+// percentile over the refits of how far their maximized log-likelihood rose above their
+// data's log-likelihood at θ̂, where the data were made. Such an optimum lies in the
+// likelihood-ratio confidence region that the bootstrap calibrates, and a likelihood with
+// several peaks puts the truth near one the fit did not pick (docs/intervals.md). AgentBias holds each agent's own mean − θ̂: how
 // much the estimate would move were the subject that agent.
 type Bootstrap struct {
 	Draws     int                           `json:"draws"`       // data sets simulated
@@ -58,6 +66,10 @@ type Bootstrap struct {
 	Agents    []string                      `json:"agents,omitempty"`
 	AgentBias map[string]map[string]float64 `json:"agent_bias_scaled,omitempty"` // agent → parameter → its refits' mean − the estimate
 	Fits      []Refit                       `json:"fits,omitempty"`              // every refit, for a look at their spread
+	// LogLikGap95 is the 95th percentile of the refits' maximized log-likelihood minus their
+	// data's log-likelihood at θ̂ (nats); OptimaWithin counts the other optima within it.
+	LogLikGap95  float64 `json:"loglik_gap95"`
+	OptimaWithin int     `json:"optima_within"`
 }
 
 // Refit is one of the bootstrap's refits: the agent that simulated its data set, its
@@ -130,6 +142,15 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 			}
 		}
 	}
+	n := float64(len(refits))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	gaps := make([]float64, len(refits))
+	for j := range refits {
+		gaps[j] = logliks[j] - atEstimate[data[j]]
+	}
+	var near []Optimum // the other optima in the bootstrap's likelihood-ratio region
+	bs.LogLikGap95, near = nearOptima(*res, gaps)
+	bs.OptimaWithin = len(near)
 	for k, i := range f.infer {
 		prm := f.spec.Params[i]
 		for j, row := range refits {
@@ -146,7 +167,13 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		if old, ok := res.StdErr[prm.Name]; ok {
 			se = math.Max(se, old)
 		}
-		res.setInterval(prm, x[k]-bs.Bias[prm.Name], se)
+		se = math.Sqrt(se*se + sd*sd/n)
+		peaks := make([]float64, len(near))
+		for j, o := range near {
+			peaks[j] = o.Scaled[prm.Name]
+		}
+		lo, hi := joinedInterval(x[k]-bs.Bias[prm.Name], t*se, peaks)
+		res.setBounds(prm, se, lo, hi)
 	}
 	for j, row := range refits {
 		fit := Refit{Agent: agents[agentOf[j]].String(), Scaled: map[string]float64{}, LogLik: logliks[j], LogLikAtEstimate: atEstimate[data[j]]}
@@ -175,7 +202,8 @@ func (f *Fitter) logLiksAt(subjects []Subject, x []float64, batching likelihood.
 // refit fits the bootstrap's data sets (subjects) of subject id, fitted at x (fitting scale),
 // with BootstrapRestarts restarts each, the first from x, in the fit's chunk sizes, and
 // returns for those fitted without error their fitted parameters (fitting scale), the index
-// of their data set in subjects and their maximized log-likelihoods.
+// of their data set in subjects and their maximized log-likelihoods, in data-set order (so
+// that the bootstrap's sums do not depend on which refit finished first).
 func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []float64, batching likelihood.Batching) ([][]float64, []int, []float64, error) {
 	opts := f.opts
 	opts.Restarts = f.opts.BootstrapRestarts
@@ -200,20 +228,27 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var refits [][]float64
-	var data []int
-	var logliks []float64
+	byData := make([]*Result, len(subjects)) // in data-set order, whatever order they finish in
 	err = nf.FitFrom(ctx, subjects, nil, func(r Result) error {
 		if r.Err == "" {
-			row := make([]float64, len(f.infer))
-			for k, i := range f.infer {
-				row[k] = r.Scaled[f.spec.Params[i].Name]
-			}
 			j, _ := strconv.Atoi(r.Subject)
-			refits, data, logliks = append(refits, row), append(data, j), append(logliks, r.LogLik)
+			byData[j] = &r
 		}
 		return nil
 	})
+	var refits [][]float64
+	var data []int
+	var logliks []float64
+	for j, r := range byData {
+		if r == nil {
+			continue
+		}
+		row := make([]float64, len(f.infer))
+		for k, i := range f.infer {
+			row[k] = r.Scaled[f.spec.Params[i].Name]
+		}
+		refits, data, logliks = append(refits, row), append(data, j), append(logliks, r.LogLik)
+	}
 	return refits, data, logliks, err
 }
 
@@ -260,4 +295,29 @@ func agentSeed(seed uint64, id string, v likelihood.AgentVariant) uint64 {
 		return bootstrapSeed(seed, id)
 	}
 	return checkSeed(seed, "bootstrap:"+v.String()+":"+id)
+}
+
+// nearOptima returns the 95th percentile of gaps, the refits' maximized log-likelihoods minus
+// their data's at the estimate (the ⌊0.95·K⌋+1-th smallest of K; the largest for K = 20), and
+// the other optima of r's restarts (otherOptima) whose log-likelihood is within it of r's.
+func nearOptima(r Result, gaps []float64) (float64, []Optimum) {
+	g := slices.Sorted(slices.Values(gaps))
+	gap95 := g[min(len(g)-1, int(0.95*float64(len(g))))]
+	var near []Optimum
+	for _, o := range otherOptima(r) {
+		if r.LogLik-o.LogLik <= gap95 {
+			near = append(near, o)
+		}
+	}
+	return gap95, near
+}
+
+// joinedInterval returns the smallest interval that holds centre ± halfWidth and p ± halfWidth
+// for every other peak p.
+func joinedInterval(centre, halfWidth float64, peaks []float64) (lo, hi float64) {
+	lo, hi = centre-halfWidth, centre+halfWidth
+	for _, p := range peaks {
+		lo, hi = math.Min(lo, p-halfWidth), math.Max(hi, p+halfWidth)
+	}
+	return lo, hi
 }

@@ -17,8 +17,8 @@ import (
 // linear task, whose likelihood is exact and
 // whose estimator is nearly unbiased, the bootstrap's spread agrees with the robust standard
 // errors (within a factor 1.6 for 20 refits), its bias is within what 20 refits can resolve,
-// and the record's standard errors and intervals are the bootstrap's: max(SD, robust SE) around
-// the bias-corrected estimate.
+// and the record's standard errors and intervals are the bootstrap's: max(SD, robust SE),
+// with the bias's own error, around the bias-corrected estimate, times Student's t.
 func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 	m, err := models.Get("linear")
 	require.NoError(t, err)
@@ -41,12 +41,20 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 		t.Logf("%s: robust SE %.4f, bootstrap SD %.4f, bias %+.4f", name, se, sd, bias)
 		assert.InDelta(t, 0, math.Log(sd/se), math.Log(1.6), "%s: bootstrap SD against the robust SE", name)
 		assert.Less(t, math.Abs(bias), 4*sd/math.Sqrt(float64(res.Bootstrap.Refits)), "%s: bias", name)
-		want := math.Max(sd, se)
+		K := float64(res.Bootstrap.Refits)
+		want := math.Sqrt(math.Pow(math.Max(sd, se), 2) + sd*sd/K)
 		assert.InDelta(t, want, res.StdErr[name], 1e-12, name)
 		centre := res.Scaled[name] - bias
 		ci := res.CI95[name]
-		assert.InDeltaSlice(t, []float64{centre - 1.959963984540054*want, centre + 1.959963984540054*want}, ci[:], 1e-12, name)
+		q := map[int]float64{19: 2.100922040240931, 20: 2.093024054408263}[res.Bootstrap.Refits] // Student's t, 97.5 %, K − 1 degrees of freedom
+		assert.InDeltaSlice(t, []float64{centre - q*want, centre + q*want}, ci[:], 1e-12, name)
 	}
+	// One peak: every restart ended at the estimate, so no other optimum widens the intervals;
+	// the refits' log-likelihoods rose above their data's at the estimate by a few nats at most
+	// (about a χ² with 2 degrees of freedom over 2 where the model is right).
+	assert.Zero(t, res.Bootstrap.OptimaWithin)
+	assert.Greater(t, res.Bootstrap.LogLikGap95, 0.0)
+	assert.Less(t, res.Bootstrap.LogLikGap95, 10.0)
 }
 
 // TestBootstrapOverAgents: the bootstrap's draws are split evenly among the agents, each

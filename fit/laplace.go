@@ -116,7 +116,12 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 // setInterval sets prm's standard error se and its 95 % interval centre ± 1.96·se in the
 // fitting scale and, where 10^end does not overflow, in natural units.
 func (res *Result) setInterval(prm models.Param, centre, se float64) {
-	lo, hi := centre-1.959963984540054*se, centre+1.959963984540054*se
+	res.setBounds(prm, se, centre-1.959963984540054*se, centre+1.959963984540054*se)
+}
+
+// setBounds sets prm's standard error se and its 95 % interval [lo, hi] in the fitting scale,
+// and in natural units where both ends have them.
+func (res *Result) setBounds(prm models.Param, se, lo, hi float64) {
 	res.StdErr[prm.Name] = se
 	res.CI95[prm.Name] = [2]float64{lo, hi}
 	if nlo, nhi := prm.FromScale(lo), prm.FromScale(hi); !math.IsInf(nlo, 0) && !math.IsInf(nhi, 0) {

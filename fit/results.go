@@ -93,6 +93,7 @@ type Record struct {
 	Check          *Check     `json:"check,omitempty"`           // goodness of fit (Result.Check)
 	CheckError     string     `json:"check_error,omitempty"`     // why a check asked for did not run
 	Bootstrap      *Bootstrap `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
+	Optima         []Optimum  `json:"optima,omitempty"`          // other optima the restarts found (otherOptima)
 	BootstrapError string     `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
 	// Identified says whether the data determine the estimate (Result.Identified), and
 	// Warnings why not, in words a user acts on; Identified is absent in records of earlier
@@ -113,6 +114,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		DataDigest: r.DataDigest, Warnings: r.Warnings, LogEvidence: r.LogEvidence}
 	if r.Err == "" {
 		rec.Identified = &r.Identified
+		rec.Optima = otherOptima(r)
 	}
 	if r.Err == "" || r.Params != nil {
 		rec.LogLik, rec.AIC, rec.BIC = ptr(r.LogLik), ptr(r.AIC), ptr(r.BIC)

@@ -294,7 +294,7 @@ func TestCLIFitErrors(t *testing.T) {
 		{"max-iter 0", []string{"--max-iter", "0"}, 2, []string{"--max-iter must be >= 1"}},
 		{"uncertainty", []string{"--uncertainty", "sandwich"}, 2, []string{`--uncertainty must be robust, hessian or bootstrap, got "sandwich"`}},
 		{"bootstrap draws", []string{"--uncertainty", "bootstrap", "--bootstrap-draws", "2"}, 2, []string{"--bootstrap-draws must be >= 3"}},
-		{"bootstrap agents", []string{"--uncertainty", "bootstrap", "--bootstrap-agents", "ours,ref"}, 2, []string{`--bootstrap-agents: unknown agent "ref": use ours, ours-nonoise, iterN (N >= 1) or delay1`}},
+		{"bootstrap agents", []string{"--uncertainty", "bootstrap", "--bootstrap-agents", "ours,ref"}, 2, []string{`--bootstrap-agents: unknown agent "ref": use ours, ours-nonoise, iterN (N >= 1), delay1 or nofeedforward`}},
 		{"bootstrap agents empty", []string{"--uncertainty", "bootstrap", "--bootstrap-agents", ""}, 2, []string{"--bootstrap-agents must name at least one agent"}},
 		{"bootstrap draws per agent", []string{"--uncertainty", "bootstrap", "--bootstrap-draws", "6"}, 2, []string{"the bootstrap needs at least 3 data sets per agent, got 6 for 4 agents"}},
 		{"check draws", []string{"--check-draws", "2"}, 2, []string{"--check-draws must be 0 (no check) or at least 3"}},

@@ -20,13 +20,14 @@ import (
 
 // TestCLIFitReadingResults: estimates and fixed parameters are apart, stderr_scaled and
 // ci95_scaled are in the fitting scale named in scale, and ci95_natural is the same interval
-// in natural units; the CSV says the same.
+// in natural units; the CSV says the same. (With --uncertainty robust, whose interval is
+// θ̂ ± 1.96 SE; the default bootstrap's is checked in package fit.)
 func TestCLIFitReadingResults(t *testing.T) {
 	dir := t.TempDir()
 	data := cliSimulate(t, dir, "d.csv", "--task", "linear", "--trials", "20")
 	out := filepath.Join(dir, "r.jsonl")
 	cliOK(t, "fit", "--task", "linear", "--data", data, "--restarts", "2", "--quiet", "--out", out,
-		"--fix", "motor_noise=0.05", "--temperature", "task")
+		"--fix", "motor_noise=0.05", "--temperature", "task", "--uncertainty", "robust")
 	recs := cliReadJSONL(t, out)
 	require.Len(t, recs, 1)
 	rec := recs[0]

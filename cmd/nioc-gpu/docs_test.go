@@ -50,6 +50,7 @@ var docSkips = []docSkip{
 	{"make xla-cuda", "downloads 3 GB of wheels from PyPI for a CUDA GPU"},
 	{"python3 bench/jaxref/robustness.py", "its commands in the documents simulate with the JAX reference's agent (--agents ref): a checkout of RothkopfLab/nioc-neurips (REF) and a Python with JAX (JAXENV); hours on 2 cores"},
 	{"python3 bench/intervals/agent_bootstrap.py", "reads a robustness study of the reference's agent (DIR, made by robustness.py with REF); hours on 2 cores"},
+	{"python3 bench/intervals/coverage.py", "scores the fits of a robustness study of the reference's agent (DIR, made by robustness.py with REF) against its truths; the fits take hours on 2 cores"},
 	{"python3 -m venv bench/lqg/.venv", "installs lqg 0.3.1 and JAX from PyPI into the checkout (the tests need no network)"},
 	{"bench/lqg/.venv/bin/", "runs lqg 0.3.1 from the virtual environment bench/lqg/.venv, which the tests do not install; about 40 minutes on 2 cores"},
 }

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Coverage of fit's 95 % intervals against known truths.
+
+Usage:
+    python3 bench/intervals/coverage.py --truth truth.csv results.jsonl [more.jsonl ...]
+        [--robust default-fit.jsonl] [--agents ours,ours-nonoise,iter10,nofeedforward]
+
+truth.csv: ``subject,<parameter names>`` in natural units (robustness.py's truth.csv).
+results.jsonl: records of ``nioc-gpu fit``. For each file it prints the fraction of fitted
+parameters (those with a true value) whose ``ci95_scaled`` holds the truth, the median width
+in the fitting scale, the coverage per parameter, and with ``--robust`` the same sets' robust
+intervals from another fit's records.
+
+``--agents`` recomputes the bootstrap's interval from the refits a record keeps
+(``bootstrap.fits``), using only those of the named agents, with fit's formula (fit/bootstrap.go:
+centre θ̂ − bias, SE = sqrt(max(SD, robust SE)² + SD²/K), Student's t with K − 1 degrees of
+freedom, joined with the same interval around each other optimum within the refits'
+95th-percentile log-likelihood gap).
+It lets one run with more agents (``--bootstrap-agents``) score the default family and others;
+the robust SE comes from ``--robust``'s records, which it then requires. Only the standard
+library is used.
+"""
+
+import argparse
+import csv
+import json
+import math
+import statistics
+
+# Student's t, 97.5 % quantile, by degrees of freedom (fit uses gonum's; enough for K ≤ 40).
+T975 = {4: 2.7764451051977987, 9: 2.2621571627409915, 14: 2.1447866879169273, 15: 2.131449545559323,
+        19: 2.093024054408263, 18: 2.10092204024096, 24: 2.0638985616280205, 39: 2.0226909200367595}
+
+
+def scaled(rec, name, value):
+    return math.log10(value) if rec["scale"].get(name) == "log10" else value
+
+
+def recomputed(rec, robust, agents):
+    """The bootstrap interval from the record's refits of agents only (fit/bootstrap.go)."""
+    b = rec["bootstrap"]
+    fits = [f for f in b["fits"] if f["agent"] in agents]
+    K = len(fits)
+    t = T975.get(K - 1)
+    if t is None:
+        raise SystemExit(f"no t quantile for {K} refits: add it to T975")
+    gaps = sorted(f["loglik"] - f["loglik_at_estimate"] for f in fits)
+    gap95 = gaps[min(K - 1, int(0.95 * K))]
+    near = [o for o in rec.get("optima", []) if rec["loglik"] - o["loglik"] <= gap95]
+    rse = robust.get("stderr_scaled", {})
+    out = {}
+    for name in rec["fitted"]:
+        if name not in b["bias_scaled"]:
+            continue
+        x = scaled(rec, name, rec["params"][name])
+        xs = [f["scaled"][name] for f in fits]
+        mean, sd = statistics.fmean(xs), statistics.stdev(xs)
+        se = max(sd, rse.get(name, 0.0))
+        se = math.sqrt(se * se + sd * sd / K)
+        centre = x - (mean - x)
+        lo, hi = centre - t * se, centre + t * se
+        for o in near:  # the same interval around each other peak in the region
+            lo, hi = min(lo, o["scaled"][name] - t * se), max(hi, o["scaled"][name] + t * se)
+        out[name] = (lo, hi)
+    return out
+
+
+def read(path):
+    recs = {}
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line)
+            if "params" in d and "subject" in d:
+                recs[d["subject"]] = d
+    return recs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--truth", required=True)
+    ap.add_argument("--robust", help="records of a robust fit of the same data (its intervals beside, its SEs for --agents)")
+    ap.add_argument("--agents", help="recompute the bootstrap's interval from these agents' refits")
+    ap.add_argument("results", nargs="+")
+    a = ap.parse_args()
+    with open(a.truth) as f:
+        truth = {r["subject"]: r for r in csv.DictReader(f)}
+    robust = read(a.robust) if a.robust else {}
+    agents = a.agents.split(",") if a.agents else None
+    if agents and not a.robust:
+        raise SystemExit("--agents needs --robust (the robust standard errors)")
+    for path in a.results:
+        hits, widths, per, rhits, rwidths = [], [], {}, [], []
+        for sid, rec in sorted(read(path).items()):
+            t = truth.get(sid)
+            if t is None:
+                raise SystemExit(f"{path}: subject {sid} has no row in {a.truth}")
+            if agents:
+                if "bootstrap" not in rec:
+                    continue
+                iv = recomputed(rec, robust.get(sid, {}), agents)
+            else:
+                iv = {k: tuple(v) for k, v in rec.get("ci95_scaled", {}).items()}
+            for name, (lo, hi) in iv.items():
+                if name not in t:
+                    continue  # the fitted temperature: no true value
+                v = scaled(rec, name, float(t[name]))
+                ok = lo <= v <= hi
+                hits.append(ok)
+                widths.append(hi - lo)
+                per.setdefault(name, []).append(ok)
+                r = robust.get(sid, {}).get("ci95_scaled", {}).get(name)
+                if r:
+                    rhits.append(r[0] <= v <= r[1])
+                    rwidths.append(r[1] - r[0])
+        line = f"{path}: coverage {sum(hits) / len(hits):.3f} of {len(hits)}, median width {statistics.median(widths):.4f}"
+        if rhits:
+            line += f"; robust {sum(rhits) / len(rhits):.3f} of {len(rhits)}, width {statistics.median(rwidths):.4f}"
+        print(line)
+        print("  " + " ".join(f"{k}={sum(v) / len(v):.2f}" for k, v in sorted(per.items())))
+
+
+if __name__ == "__main__":
+    main()
