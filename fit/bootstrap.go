@@ -112,7 +112,11 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	for j, d := range data {
 		agentOf[j] = of[d]
 	}
-	atEstimate, err := f.logLiksAt(subjects, x, batching)
+	rows := make([][][][]float64, len(subjects))
+	for i, d := range subjects {
+		rows[i] = d.Trials
+	}
+	atEstimate, err := f.logLiksAt(rows, x, batching)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -186,14 +190,13 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	return nil
 }
 
-// logLiksAt returns the log-likelihoods of the data sets of subjects at x (fitted parameters,
+// logLiksAt returns the log-likelihoods of the data sets rows at x (fitted parameters,
 // fitting scale), evaluated in the fit's batching.
-func (f *Fitter) logLiksAt(subjects []Subject, x []float64, batching likelihood.Batching) ([]float64, error) {
-	rows := make([][][][]float64, len(subjects))
-	at := make([][]float64, len(subjects))
+func (f *Fitter) logLiksAt(rows [][][][]float64, x []float64, batching likelihood.Batching) ([]float64, error) {
 	full := f.full(x)
-	for i, s := range subjects {
-		rows[i], at[i] = s.Trials, full
+	at := make([][]float64, len(rows))
+	for i := range at {
+		at[i] = full
 	}
 	lls, _, err := f.e.EvalRows(rows, at, batching)
 	return lls, err

@@ -53,12 +53,7 @@ func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likeliho
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
-	full := f.full(x)
-	at := make([][]float64, len(rows))
-	for i := range at {
-		at[i] = full
-	}
-	lls, _, err := f.e.EvalRows(rows, at, batching)
+	lls, err := f.logLiksAt(rows, x, batching)
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
