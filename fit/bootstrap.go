@@ -59,10 +59,14 @@ func DefaultBootstrapAgents() []likelihood.AgentVariant {
 // several peaks puts the truth near one the fit did not pick (docs/intervals.md). AgentBias holds each agent's own mean − θ̂: how
 // much the estimate would move were the subject that agent.
 type Bootstrap struct {
-	Draws     int                           `json:"draws"`       // data sets simulated
-	Refits    int                           `json:"refits"`      // of them, refitted without error
-	Bias      map[string]float64            `json:"bias_scaled"` // mean of the refits − the estimate
-	SD        map[string]float64            `json:"sd_scaled"`   // standard deviation of the refits
+	Draws  int                `json:"draws"`       // data sets simulated
+	Refits int                `json:"refits"`      // of them, refitted without error
+	Bias   map[string]float64 `json:"bias_scaled"` // mean of the refits − the estimate
+	SD     map[string]float64 `json:"sd_scaled"`   // standard deviation of the refits
+	// Robust holds the robust (sandwich) standard errors the interval started from (fitting
+	// scale), absent where the Hessian was not positive definite: with StdErrHessian it lets
+	// a reader compare the three without another fit.
+	Robust    map[string]float64            `json:"stderr_robust_scaled,omitempty"`
 	Agents    []string                      `json:"agents,omitempty"`
 	AgentBias map[string]map[string]float64 `json:"agent_bias_scaled,omitempty"` // agent → parameter → its refits' mean − the estimate
 	Fits      []Refit                       `json:"fits,omitempty"`              // every refit, for a look at their spread
@@ -170,6 +174,10 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		se := sd
 		if old, ok := res.StdErr[prm.Name]; ok {
 			se = math.Max(se, old)
+			if bs.Robust == nil {
+				bs.Robust = map[string]float64{}
+			}
+			bs.Robust[prm.Name] = old
 		}
 		se = math.Sqrt(se*se + sd*sd/n)
 		peaks := make([]float64, len(near))

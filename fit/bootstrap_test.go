@@ -44,6 +44,7 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 		K := float64(res.Bootstrap.Refits)
 		want := math.Sqrt(math.Pow(math.Max(sd, se), 2) + sd*sd/K)
 		assert.InDelta(t, want, res.StdErr[name], 1e-12, name)
+		assert.InDelta(t, se, res.Bootstrap.Robust[name], 1e-12*se, "%s: the robust SE the interval started from", name)
 		centre := res.Scaled[name] - bias
 		ci := res.CI95[name]
 		q := map[int]float64{19: 2.100922040240931, 20: 2.093024054408263}[res.Bootstrap.Refits] // Student's t, 97.5 %, K − 1 degrees of freedom

@@ -8,8 +8,9 @@ Usage:
 truth.csv: ``subject,<parameter names>`` in natural units (robustness.py's truth.csv).
 results.jsonl: records of ``nioc-gpu fit``. For each file it prints the fraction of fitted
 parameters (those with a true value) whose ``ci95_scaled`` holds the truth, the median width
-in the fitting scale, the coverage per parameter, and with ``--robust`` the same sets' robust
-intervals from another fit's records.
+in the fitting scale, the coverage per parameter, and the same sets' robust intervals
+(estimate ± 1.96 × the robust SE: a bootstrap record keeps it as
+``bootstrap.stderr_robust_scaled``; for older records ``--robust`` names another fit's records).
 
 ``--agents`` recomputes the bootstrap's interval from the refits a record keeps
 (``bootstrap.fits``), using only those of the named agents, with fit's formula (fit/bootstrap.go:
@@ -17,7 +18,7 @@ centre θ̂ − bias, SE = sqrt(max(SD, robust SE)² + SD²/K), Student's t with
 freedom, joined with the same interval around each other optimum within the refits'
 95th-percentile log-likelihood gap).
 It lets one run with more agents (``--bootstrap-agents``) score the default family and others;
-the robust SE comes from ``--robust``'s records, which it then requires. Only the standard
+the robust SE comes from the record or, for records written before it kept it, ``--robust``'s. Only the standard
 library is used.
 """
 
@@ -47,7 +48,7 @@ def recomputed(rec, robust, agents):
     gaps = sorted(f["loglik"] - f["loglik_at_estimate"] for f in fits)
     gap95 = gaps[min(K - 1, int(0.95 * K))]
     near = [o for o in rec.get("optima", []) if rec["loglik"] - o["loglik"] <= gap95]
-    rse = robust.get("stderr_scaled", {})
+    rse = robust_se(rec, robust)
     out = {}
     for name in rec["fitted"]:
         if name not in b["bias_scaled"]:
@@ -63,6 +64,19 @@ def recomputed(rec, robust, agents):
             lo, hi = min(lo, o["scaled"][name] - t * se), max(hi, o["scaled"][name] + t * se)
         out[name] = (lo, hi)
     return out
+
+
+def robust_se(rec, robust):
+    """The robust standard errors of rec: its own (bootstrap.stderr_robust_scaled, or
+    stderr_scaled of a robust record), else those of robust (another fit of the subject)."""
+    own = (rec.get("bootstrap") or {}).get("stderr_robust_scaled")
+    if own is None and rec.get("uncertainty") == "robust":
+        own = rec.get("stderr_scaled")
+    if own is not None:
+        return own
+    if robust.get("uncertainty", "robust") == "robust":
+        return robust.get("stderr_scaled", {})
+    return (robust.get("bootstrap") or {}).get("stderr_robust_scaled", {})
 
 
 def read(path):
@@ -86,8 +100,6 @@ def main():
         truth = {r["subject"]: r for r in csv.DictReader(f)}
     robust = read(a.robust) if a.robust else {}
     agents = a.agents.split(",") if a.agents else None
-    if agents and not a.robust:
-        raise SystemExit("--agents needs --robust (the robust standard errors)")
     for path in a.results:
         hits, widths, per, rhits, rwidths = [], [], {}, [], []
         for sid, rec in sorted(read(path).items()):
@@ -97,6 +109,8 @@ def main():
             if agents:
                 if "bootstrap" not in rec:
                     continue
+                if not rec["bootstrap"].get("stderr_robust_scaled") and sid not in robust:
+                    raise SystemExit(f"{path}: subject {sid}: no robust SE in the record: --agents needs --robust")
                 iv = recomputed(rec, robust.get(sid, {}), agents)
             else:
                 iv = {k: tuple(v) for k, v in rec.get("ci95_scaled", {}).items()}
@@ -108,10 +122,11 @@ def main():
                 hits.append(ok)
                 widths.append(hi - lo)
                 per.setdefault(name, []).append(ok)
-                r = robust.get(sid, {}).get("ci95_scaled", {}).get(name)
-                if r:
-                    rhits.append(r[0] <= v <= r[1])
-                    rwidths.append(r[1] - r[0])
+                se = robust_se(rec, robust.get(sid, {})).get(name)
+                if se is not None:
+                    x = scaled(rec, name, rec["params"][name])
+                    rhits.append(x - 1.96 * se <= v <= x + 1.96 * se)
+                    rwidths.append(2 * 1.96 * se)
         line = f"{path}: coverage {sum(hits) / len(hits):.3f} of {len(hits)}, median width {statistics.median(widths):.4f}"
         if rhits:
             line += f"; robust {sum(rhits) / len(rhits):.3f} of {len(rhits)}, width {statistics.median(rwidths):.4f}"

@@ -209,9 +209,10 @@ def _scaled(v, scale):
 
 def coverage(truth, records):
     """How often the 95 % intervals of the records hold the true value, over the fitted
-    parameters that have one: the interval the record prints (ci95_natural: robust by
-    default) and the Laplace (Hessian) one, estimate ± 1.96 × stderr_hessian_scaled in the
-    fitting scale. Returns {kind: {"covered", "total", "rate", "median_width", "per_param":
+    parameters that have one: the interval the record prints (ci95_natural: the bootstrap's
+    by default), the robust one, estimate ± 1.96 × the robust standard error (a bootstrap
+    record's bootstrap.stderr_robust_scaled, a robust record's stderr_scaled), and the Laplace
+    (Hessian) one, estimate ± 1.96 × stderr_hessian_scaled, both in the fitting scale. Returns {kind: {"covered", "total", "rate", "median_width", "per_param":
     {name: rate}, "z": {name: {"mean", "sd"}}}} with widths in the fitting scale and z the
     errors (estimate − truth) in the interval's standard errors; kinds without intervals are
     left out."""
@@ -235,6 +236,8 @@ def coverage(truth, records):
         t = truth[r["subject"]]
         scale = r.get("scale", {})
         hess = r.get("stderr_hessian_scaled") or (r.get("stderr_scaled") if r.get("uncertainty") == "hessian" else None)
+        robust = (r.get("bootstrap") or {}).get("stderr_robust_scaled") or \
+            (r.get("stderr_scaled") if r.get("uncertainty") == "robust" else None)
         for name in r["fitted"]:
             if name not in t:
                 continue
@@ -242,9 +245,10 @@ def coverage(truth, records):
             ci = (r.get("ci95_scaled") or {}).get(name)
             if ci is not None:
                 add("printed", name, ci[0], ci[1], ts)
-            if hess and hess.get(name) is not None:
-                est = _scaled(r["params"][name], scale.get(name))
-                add("hessian", name, est - 1.96 * hess[name], est + 1.96 * hess[name], ts)
+            est = _scaled(r["params"][name], scale.get(name))
+            for kind, se in (("robust", robust), ("hessian", hess)):
+                if se and se.get(name) is not None:
+                    add(kind, name, est - 1.96 * se[name], est + 1.96 * se[name], ts)
     for c in out.values():
         c["rate"] = c["covered"] / c["total"]
         c["median_width"] = statistics.median(c.pop("widths"))
@@ -366,15 +370,15 @@ def main(argv=None):
             row.append("" if c is None or c["median_abs_rel_error"] is None else
                        f"{c['median_abs_rel_error']:.3f} ({c['fitted_sets']})")
         lines.append(f"| {agent} | " + " | ".join(row) + " |")
-    lines += ["", "Coverage of the 95 % intervals (printed, i.e. robust by default / Hessian; "
-              "median width in the fitting scale)", "",
+    lines += ["", "Coverage of the 95 % intervals (printed, i.e. the bootstrap's by default / robust / "
+              "Hessian; median width in the fitting scale)", "",
               "| agent | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for agent in agents:
         cells = summary["cells"].get(agent, {})
         row = []
         for n in names:
             cov = (cells.get(n) or {}).get("coverage95") or {}
-            parts = [f"{cov[k]['rate']:.2f} (w {cov[k]['median_width']:.3g})" for k in ("printed", "hessian") if k in cov]
+            parts = [f"{cov[k]['rate']:.2f} (w {cov[k]['median_width']:.3g})" for k in ("printed", "robust", "hessian") if k in cov]
             row.append(" / ".join(parts))
         lines.append(f"| {agent} | " + " | ".join(row) + " |")
     for p in paired:

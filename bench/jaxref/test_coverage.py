@@ -33,6 +33,23 @@ class CoverageTest(unittest.TestCase):
         self.assertAlmostEqual(c["printed"]["z"]["b"]["mean"], 0.3 / (0.4 / 3.92))
         self.assertIsNone(c["printed"]["z"]["b"]["sd"])
         self.assertAlmostEqual(c["hessian"]["z"]["a"]["mean"], ((-2.05 + 2) / 0.01 + 0) / 2)
+        self.assertNotIn("robust", c)  # neither record is robust's nor the bootstrap's
+
+    def test_robust_from_bootstrap_and_robust_records(self):
+        truth = {"s1": {"a": 0.01}, "s2": {"a": 0.1}}
+        recs = [
+            # the bootstrap's record: robust -2.05 ± 1.96·0.03 holds -2; printed misses it.
+            {"subject": "s1", "fitted": ["a"], "scale": {"a": "log10"}, "uncertainty": "bootstrap",
+             "params": {"a": 10 ** -2.05}, "ci95_scaled": {"a": [-1.9, -1.8]}, "stderr_scaled": {"a": 0.5},
+             "bootstrap": {"stderr_robust_scaled": {"a": 0.03}}},
+            # a robust record: its stderr_scaled is the robust SE; -1.5 ± 1.96·0.1 misses -1.
+            {"subject": "s2", "fitted": ["a"], "scale": {"a": "log10"}, "uncertainty": "robust",
+             "params": {"a": 10 ** -1.5}, "ci95_scaled": {"a": [-1.7, -1.3]}, "stderr_scaled": {"a": 0.1}},
+        ]
+        c = coverage(truth, recs)
+        self.assertEqual((c["robust"]["covered"], c["robust"]["total"]), (1, 2))
+        self.assertEqual((c["printed"]["covered"], c["printed"]["total"]), (0, 2))
+        self.assertTrue(math.isclose(c["robust"]["median_width"], 1.96 * (0.03 + 0.1)))
 
 
 if __name__ == "__main__":
