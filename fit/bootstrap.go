@@ -50,8 +50,10 @@ func DefaultBootstrapAgents() []likelihood.AgentVariant {
 // about that mean, which holds both each agent's scatter and how far the agents' own means
 // lie apart. The subject's standard error becomes SE = √(max(SD, robust SE)² + SD²/K) (the
 // second term: the error of the estimated bias) and its 95 % interval (θ̂ − Bias) ± t·SE with
-// t the 97.5 % quantile of Student's t with K − 1 degrees of freedom (SD is estimated from K
-// refits), joined with the interval ± t·SE around every other optimum the fit's restarts
+// t the 97.5 % quantile of Student's t with SE²'s degrees of freedom, kept in DOF: K − 1
+// where SE is made of SD alone (estimated from K refits), else the Satterthwaite degrees of
+// freedom of the robust SE² (the subject's trials − 1) plus SD²/K (K − 1), satterthwaiteDOF;
+// joined with the interval ± t·SE around every other optimum the fit's restarts
 // found (Result.Ends) whose log-likelihood is within LogLikGap95 of the best: the 95th
 // percentile over the refits of how far their maximized log-likelihood rose above their
 // data's log-likelihood at θ̂, where the data were made. Such an optimum lies in the
@@ -67,6 +69,7 @@ type Bootstrap struct {
 	// scale), absent where the Hessian was not positive definite: with StdErrHessian it lets
 	// a reader compare the three without another fit.
 	Robust    map[string]float64            `json:"stderr_robust_scaled,omitempty"`
+	DOF       map[string]float64            `json:"dof"` // degrees of freedom of each interval's t
 	Agents    []string                      `json:"agents,omitempty"`
 	AgentBias map[string]map[string]float64 `json:"agent_bias_scaled,omitempty"` // agent → parameter → its refits' mean − the estimate
 	Fits      []Refit                       `json:"fits,omitempty"`              // every refit, for a look at their spread
@@ -127,7 +130,7 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	if len(refits) < max(3, K/2) {
 		return fmt.Errorf("bootstrap: %d of %d refits failed", K-len(refits), K)
 	}
-	bs := &Bootstrap{Draws: K, Refits: len(refits), Bias: map[string]float64{}, SD: map[string]float64{}}
+	bs := &Bootstrap{Draws: K, Refits: len(refits), Bias: map[string]float64{}, SD: map[string]float64{}, DOF: map[string]float64{}}
 	if len(agents) > 1 || agents[0] != (likelihood.AgentVariant{}) {
 		bs.AgentBias = map[string]map[string]float64{}
 		for _, v := range agents {
@@ -151,7 +154,6 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 		}
 	}
 	n := float64(len(refits))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
 	gaps := make([]float64, len(refits))
 	for j := range refits {
 		gaps[j] = logliks[j] - atEstimate[data[j]]
@@ -171,14 +173,19 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 				bs.AgentBias[v][prm.Name] = stat.Mean(column, weights[a]) - x[k]
 			}
 		}
-		se := sd
+		se, dof := sd, n-1 // SD² + SD²/K: one estimate, K − 1 degrees of freedom
 		if old, ok := res.StdErr[prm.Name]; ok {
-			se = math.Max(se, old)
+			if old > sd {
+				se = old
+				dof = satterthwaiteDOF(old*old, float64(max(len(s.Trials)-1, 1)), sd*sd/n, n-1)
+			}
 			if bs.Robust == nil {
 				bs.Robust = map[string]float64{}
 			}
 			bs.Robust[prm.Name] = old
 		}
+		bs.DOF[prm.Name] = dof
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: bs.DOF[prm.Name]}.Quantile(0.975)
 		se = math.Sqrt(se*se + sd*sd/n)
 		peaks := make([]float64, len(near))
 		for j, o := range near {
@@ -196,6 +203,20 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	}
 	res.Bootstrap, res.Uncertainty = bs, UncertaintyBootstrap
 	return nil
+}
+
+// satterthwaiteDOF returns the Satterthwaite (1946) degrees of freedom of a + b, independent
+// variance estimates with na and nb degrees of freedom: (a + b)² / (a²/na + b²/nb); na where
+// both are zero. Where the robust SE² (from the subject's trials' scores, trials − 1) sets
+// the bootstrap's SE² and the bias's variance SD²/K (K − 1) is added, the interval's t is
+// Student's at these degrees of freedom: an interval set by the robust SE is not widened as
+// if it were estimated from the K refits.
+func satterthwaiteDOF(a, na, b, nb float64) float64 {
+	den := a*a/na + b*b/nb
+	if den == 0 {
+		return na
+	}
+	return (a + b) * (a + b) / den
 }
 
 // logLiksAt returns the log-likelihoods of the data sets rows at x (fitted parameters,

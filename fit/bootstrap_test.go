@@ -11,6 +11,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // TestBootstrapWhereTheLikelihoodIsExact: with the likelihood's own agent alone, on the
@@ -47,7 +48,15 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 		assert.InDelta(t, se, res.Bootstrap.Robust[name], 1e-12*se, "%s: the robust SE the interval started from", name)
 		centre := res.Scaled[name] - bias
 		ci := res.CI95[name]
-		q := map[int]float64{19: 2.100922040240931, 20: 2.093024054408263}[res.Bootstrap.Refits] // Student's t, 97.5 %, K − 1 degrees of freedom
+		// Student's t at SE²'s degrees of freedom: K − 1 where SD sets it, else Satterthwaite's
+		// for the robust SE² (100 trials − 1) plus SD²/K (K − 1).
+		dof := K - 1
+		if se > sd {
+			a, b := se*se, sd*sd/K
+			dof = (a + b) * (a + b) / (a*a/99 + b*b/(K-1))
+		}
+		assert.InDelta(t, dof, res.Bootstrap.DOF[name], 1e-9*dof, name)
+		q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975)
 		assert.InDeltaSlice(t, []float64{centre - q*want, centre + q*want}, ci[:], 1e-12, name)
 	}
 	// One peak: every restart ended at the estimate, so no other optimum widens the intervals;
@@ -56,6 +65,20 @@ func TestBootstrapWhereTheLikelihoodIsExact(t *testing.T) {
 	assert.Zero(t, res.Bootstrap.OptimaWithin)
 	assert.Greater(t, res.Bootstrap.LogLikGap95, 0.0)
 	assert.Less(t, res.Bootstrap.LogLikGap95, 10.0)
+}
+
+// TestSatterthwaiteDOF: (a + b)² / (a²/na + b²/nb), the degrees of freedom of a sum of
+// independent variance estimates.
+func TestSatterthwaiteDOF(t *testing.T) {
+	for _, c := range []struct{ a, na, b, nb, want float64 }{
+		{1, 10, 0, 5, 10},                     // b absent: a's own
+		{1, 10, 1, 10, 20},                    // two equal halves: twice the information
+		{0, 7, 0, 19, 7},                      // both zero: na
+		{1, 99, 1, 19, 4 / (1.0/99 + 1.0/19)}, // a robust SE² and an equal bias variance
+		{1, 49, 0.05, 19, 1.05 * 1.05 / (1.0/49 + 0.0025/19)},
+	} {
+		assert.InDelta(t, c.want, satterthwaiteDOF(c.a, c.na, c.b, c.nb), 1e-12*c.want, "%+v", c)
+	}
 }
 
 // TestBootstrapOverAgents: the bootstrap's draws are split evenly among the agents, each
