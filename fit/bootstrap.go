@@ -185,7 +185,7 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 			bs.Robust[prm.Name] = old
 		}
 		bs.DOF[prm.Name] = dof
-		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: bs.DOF[prm.Name]}.Quantile(0.975)
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975)
 		se = math.Sqrt(se*se + sd*sd/n)
 		peaks := make([]float64, len(near))
 		for j, o := range near {
