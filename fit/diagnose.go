@@ -13,7 +13,7 @@ import (
 // determine an estimate when
 //   - a parameter is on a bound of its box (res.AtBound: within 1e-6 in fitting scale): the likelihood
 //     still rises beyond it, so the box, not the data, sets the value, and an interval around
-//     it means little. The policy noise's temperature at its lower end is not a warning: it
+//     it means little: profileAtBounds makes it one-sided (Profile). The policy noise's temperature at its lower end is not a warning: it
 //     is the agent without policy noise, as data from an agent that acts by its plan alone
 //     look (docs/intervals.md), and the other estimates stand;
 //   - the Hessian of the negative log-likelihood is not positive definite: in some direction
@@ -42,7 +42,7 @@ func (f *Fitter) diagnose(s Subject, x []float64, res *Result) {
 		if lower {
 			end, v = "lower", p.Lo
 		}
-		warn = append(warn, fmt.Sprintf("%s is at its %s bound %s: the data would take it beyond, so the box sets this estimate and its interval means little; fix it (--fix %s=VALUE) or widen the box in a task file",
+		warn = append(warn, fmt.Sprintf("%s is at its %s bound %s: the data would take it beyond, so the box sets this estimate, and its interval is one-sided, from the bound to the farthest value the profile likelihood allows; fix it (--fix %s=VALUE) or widen the box in a task file",
 			p.Name, end, strconv.FormatFloat(v, 'g', -1, 64), p.Name))
 	}
 	if !res.HessianPD {

@@ -171,6 +171,9 @@ type Result struct {
 	// BootstrapErr then says why if one was asked for (the robust intervals stand).
 	Bootstrap    *Bootstrap
 	BootstrapErr string
+	// Profiles holds, for each fitted parameter on a bound of its box, the one-sided profile
+	// interval that replaced its interval (Profile); nil when none is on a bound.
+	Profiles map[string]Profile
 }
 
 // Fitter fits one task's likelihood.
@@ -630,6 +633,11 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 			res.BootstrapErr = err.Error()
 		}
 		b.enter()
+	}
+	if len(res.AtBound) > 0 && !hasPrior && res.Err == "" && ctx.Err() == nil {
+		if err := f.profileAtBounds(objective, nObs, bestRes.X, &res); err != nil {
+			res.Err = "profile at a bound: " + err.Error()
+		}
 	}
 	if f.opts.CheckDraws > 0 && res.Err == "" && ctx.Err() == nil {
 		b.exit() // the check evaluates on its own: the batcher must not wait for this subject

@@ -95,6 +95,8 @@ type Record struct {
 	Bootstrap      *Bootstrap `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
 	Optima         []Optimum  `json:"optima,omitempty"`          // other optima the restarts found (otherOptima)
 	BootstrapError string     `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
+	// Profiles: the one-sided profile intervals of the parameters on a bound (Result.Profiles).
+	Profiles map[string]Profile `json:"profile,omitempty"`
 	// Identified says whether the data determine the estimate (Result.Identified), and
 	// Warnings why not, in words a user acts on; Identified is absent in records of earlier
 	// versions.
@@ -111,7 +113,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
 		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr,
-		DataDigest: r.DataDigest, Warnings: r.Warnings, LogEvidence: r.LogEvidence}
+		DataDigest: r.DataDigest, Warnings: r.Warnings, LogEvidence: r.LogEvidence, Profiles: r.Profiles}
 	if r.Err == "" {
 		rec.Identified = &r.Identified
 		rec.Optima = otherOptima(r)

@@ -16,7 +16,8 @@ in the fitting scale, the coverage per parameter, and the same sets' robust inte
 (``bootstrap.fits``), using only those of the named agents, with fit's formula (fit/bootstrap.go:
 centre θ̂ − bias, SE = sqrt(max(SD, robust SE)² + SD²/K), Student's t at SE²'s degrees of
 freedom (K − 1, or Satterthwaite's where the robust SE sets it), joined with the same interval around each other optimum within the refits'
-95th-percentile log-likelihood gap).
+95th-percentile log-likelihood gap; for a parameter on a bound, the hull of the part inside the box and the record's one-sided
+profile interval, ``profile``, whose drop is the whole family's gap).
 It lets one run with more agents (``--bootstrap-agents``) score the default family and others;
 the robust SE comes from the record or, for records written before it kept it, ``--robust``'s. Only the standard
 library is used.
@@ -75,6 +76,10 @@ def recomputed(rec, robust, agents):
         lo, hi = centre - t * se, centre + t * se
         for o in near:  # the same interval around each other peak in the region
             lo, hi = min(lo, o["scaled"][name] - t * se), max(hi, o["scaled"][name] + t * se)
+        pr = (rec.get("profile") or {}).get(name)
+        if pr:  # on a bound: the hull of the part inside the box and the profile's (fit/profile.go)
+            bound, end = pr["bound_scaled"], pr["end_scaled"]
+            lo, hi = (bound, max(hi, end)) if bound < end else (min(lo, end), bound)
         out[name] = (lo, hi)
     return out
 
