@@ -32,9 +32,10 @@ type Profile struct {
 	Fits  int     `json:"fits"`         // constrained fits the profile took
 }
 
-// Profile scan: the box's far end first, then profileGrid steps inward from the bound, then
-// profileBisect halvings of the step where the profile first falls below the threshold;
-// End is the bracket's outer end, so the interval errs wide by at most a box/(grid·2^bisect).
+// Profile scan, from the interval's inner end (profileEnd): the box's far end first, then
+// profileGrid steps toward it, then profileBisect halvings of the step where the profile first
+// falls below the threshold; End is the bracket's outer end, so the interval errs wide by at
+// most 1/(grid·2^bisect) of the stretch scanned.
 const (
 	profileGrid   = 8
 	profileBisect = 4
@@ -61,7 +62,15 @@ func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64,
 			bound, far = f.lo[k], f.hi[k]
 		}
 		pr := Profile{Bound: bound, Drop: drop}
-		end, err := f.profileEnd(objective, nObs, x, k, bound, far, res.LogLik-drop, &pr.Fits, &res.Evaluations)
+		start := bound // where the scan begins: the interval's inner end, where it reaches into the box
+		if ci, ok := res.CI95[prm.Name]; ok {
+			if lower {
+				start = math.Min(math.Max(ci[1], bound), far)
+			} else {
+				start = math.Max(math.Min(ci[0], bound), far)
+			}
+		}
+		end, err := f.profileEnd(objective, nObs, x, k, bound, start, far, res.LogLik-drop, &pr.Fits, &res.Evaluations)
 		if err != nil {
 			return err
 		}
@@ -109,8 +118,11 @@ func boundDrop(bs *Bootstrap, d int) float64 {
 // profileEnd scans parameter k of the estimate x (fitting scale) from bound toward far and
 // returns the farthest value of the first run, from the bound, of values whose profile
 // log-likelihood is at least target (far itself where the profile there is): see Profile.
-// fits and evals count the constrained fits and their evaluations.
-func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, k int, bound, far, target float64, fits, evals *int) (float64, error) {
+// The scan begins at start, the interval's inner end (bound where it has none): where the
+// profile there is already below target the interval reaches beyond the run, and start is
+// returned after one fit (the common case, which costs a subject on a bound 1 constrained fit
+// rather than 6). fits and evals count the constrained fits and their evaluations.
+func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, k int, bound, start, far, target float64, fits, evals *int) (float64, error) {
 	// at returns the profile log-likelihood at v, maximized from the other parameters of from.
 	at := func(v float64, from []float64) (float64, []float64, error) {
 		*fits++
@@ -118,15 +130,26 @@ func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, k in
 		*evals += n
 		return ll, opt, err
 	}
-	ll, _, err := at(far, x)
+	in, from := bound, x // the last value in the region and its profile's optimum
+	if start != bound {
+		ll, opt, err := at(start, x)
+		if err != nil || ll < target {
+			return start, err
+		}
+		in, from = start, opt
+	}
+	if in == far {
+		return far, nil
+	}
+	ll, _, err := at(far, from)
 	if err != nil || ll >= target {
 		return far, err
 	}
-	step := (far - bound) / profileGrid
-	in, from := bound, x // the last value in the region and its profile's optimum
+	step := (far - in) / profileGrid
+	first := in
 	out := far
 	for j := 1; j < profileGrid; j++ {
-		v := bound + float64(j)*step
+		v := first + float64(j)*step
 		ll, opt, err := at(v, from)
 		if err != nil {
 			return far, err

@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -55,12 +56,17 @@ func TestProfileAtABound(t *testing.T) {
 		return r.LogLik
 	}
 	target := res.LogLik - pr.Drop
+	// The scan began at the robust interval's inner end: one fit where the profile there is
+	// already below the target (End is then that end), else a scan on to the box's end.
+	start := math.Min(math.Max(res.Scaled["obs_noise"]+1.959963984540054*res.StdErr["obs_noise"], lo), hi)
 	if pr.End < hi {
-		inside := pr.End - (hi-lo)/(profileGrid<<profileBisect)
-		assert.GreaterOrEqual(t, profile(inside), target-1e-6, "just inside the end: within the drop")
 		assert.Less(t, profile(pr.End), target+1e-6, "at the end: below")
+	}
+	if pr.Fits == 1 {
+		assert.Equal(t, start, pr.End, "one fit: the interval already reached beyond the profile's run")
 	} else {
-		assert.GreaterOrEqual(t, profile(hi), target-1e-6, "the whole box within the drop")
+		inside := pr.End - (hi-start)/(profileGrid<<profileBisect)
+		assert.GreaterOrEqual(t, profile(inside), target-1e-6, "just inside the end: within the drop")
 	}
 
 	// With the bootstrap (the default), the drop is scaled by its refits' gains.
@@ -74,7 +80,10 @@ func TestProfileAtABound(t *testing.T) {
 	assert.GreaterOrEqual(t, pb.Drop, BoundLRDrop)
 	assert.Equal(t, lo, bs.CI95["obs_noise"][0])
 	assert.GreaterOrEqual(t, bs.CI95["obs_noise"][1], pb.End)
-	assert.GreaterOrEqual(t, pb.End, pr.End, "a larger drop reaches at least as far")
+	if pb.End < hi {
+		assert.Less(t, profile(pb.End), bs.LogLik-pb.Drop+1e-6, "bootstrap: at the end, below")
+	}
+	t.Logf("bootstrap: drop %.2f, end %.3f after %d fits", pb.Drop, pb.End, pb.Fits)
 }
 
 // TestBoundDrop: BoundLRDrop where no bootstrap ran, else scaled by the refits' median
@@ -97,9 +106,55 @@ func TestBoundDrop(t *testing.T) {
 		{"no refits", &Bootstrap{}, BoundLRDrop},
 		{"gains as a correct model's: no scaling", fits(0.5, 1, half, 3, 4), BoundLRDrop},
 		{"gains below a correct model's: never narrower", fits(0.1, 0.2, 0.3), BoundLRDrop},
-		{"ten times: ten times the drop", fits(1, 5, 10 * half, 20, 1e4), 10 * BoundLRDrop},
+		{"ten times: ten times the drop", fits(1, 5, 10*half, 20, 1e4), 10 * BoundLRDrop},
 		{"even count: the middle two's mean", fits(1, 2*half, 4*half, 1e4), 3 * BoundLRDrop},
 	} {
 		assert.InDelta(t, c.want, boundDrop(c.bs, 4), 1e-5*c.want, c.name)
+	}
+}
+
+// TestProfileEnd: on -ℓ = (x₀ + 1)²/2 + (x₁ − x₀)²/2 in [0, 3] × [−5, 5], x₀ on its lower
+// bound, the profile is −(v + 1)²/2, which falls 1.3528 below its maximum at
+// v = √(1 + 2·1.3528) − 1 = 0.925; the scan's end lies in the last 1/128 of the stretch
+// scanned beyond it, from the bound or from an interval's inner end inside the run, and an
+// inner end beyond the run is returned after one fit.
+func TestProfileEnd(t *testing.T) {
+	f := &Fitter{lo: []float64{0, -5}, hi: []float64{3, 5}}
+	objective := func(x []float64) (float64, []float64, error) {
+		d := x[1] - x[0]
+		return (x[0]+1)*(x[0]+1)/2 + d*d/2, []float64{x[0] + 1 - d, d}, nil
+	}
+	want := math.Sqrt(1+2*BoundLRDrop) - 1
+	for _, c := range []struct {
+		name     string
+		start    float64
+		fits     int // 0: more than one
+		exactEnd float64
+	}{
+		{"from the bound", 0, 0, 0},
+		{"from an inner end inside the run", 0.4, 0, 0},
+		{"from an inner end beyond the run", 1.5, 1, 1.5},
+		{"the run reaches the box's end", 0, 0, 0},
+	} {
+		target := -0.5 - BoundLRDrop
+		far := 3.0
+		if c.name == "the run reaches the box's end" {
+			target = -0.5 - 100 // -(3+1)²/2 = -8 is within
+		}
+		var fits, evals int
+		end, err := f.profileEnd(objective, 1, []float64{0, 0}, 0, 0, c.start, far, target, &fits, &evals)
+		require.NoError(t, err, c.name)
+		switch {
+		case c.name == "the run reaches the box's end":
+			assert.Equal(t, far, end, c.name)
+		case c.fits == 1:
+			assert.Equal(t, 1, fits, c.name)
+			assert.Equal(t, c.exactEnd, end, c.name)
+		default:
+			assert.Greater(t, fits, 1, c.name)
+			assert.Greater(t, end, want, c.name)
+			assert.LessOrEqual(t, end, want+(far-c.start)/(profileGrid<<profileBisect)+1e-12, c.name)
+		}
+		assert.Positive(t, evals, c.name)
 	}
 }
