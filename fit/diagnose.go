@@ -13,9 +13,10 @@ import (
 // determine an estimate when
 //   - a parameter is on a bound of its box (res.AtBound: within 1e-6 in fitting scale): the likelihood
 //     still rises beyond it, so the box, not the data, sets the value, and an interval around
-//     it means little: profileAtBounds makes it one-sided (Profile). The policy noise's temperature at its lower end is not a warning: it
-//     is the agent without policy noise, as data from an agent that acts by its plan alone
-//     look (docs/intervals.md), and the other estimates stand;
+//     it means little: profileAtBounds makes it one-sided (Profile). The policy noise's
+//     temperature at its lower end is not a warning: it is the agent without policy noise, as
+//     data from an agent that acts by its plan alone look (docs/intervals.md), and the other
+//     estimates stand (boundSide);
 //   - the Hessian of the negative log-likelihood is not positive definite: in some direction
 //     the likelihood is flat or falls, so no standard errors exist;
 //   - a standard error is wider than the parameter's box: the data barely constrain it;
@@ -34,8 +35,8 @@ func (f *Fitter) diagnose(s Subject, x []float64, res *Result) {
 		if !slices.Contains(res.AtBound, p.Name) { // fitSubject's rule: within 1e-6 of a bound
 			continue
 		}
-		lower := x[k]-f.lo[k] < f.hi[k]-x[k]
-		if lower && p.Name == likelihood.TemperatureParam(0).Name {
+		lower, warned := f.boundSide(k, x)
+		if !warned {
 			continue
 		}
 		end, v := "upper", p.Hi
@@ -57,6 +58,14 @@ func (f *Fitter) diagnose(s Subject, x []float64, res *Result) {
 	}
 	res.Warnings = warn
 	res.Identified = len(warn) == 0
+}
+
+// boundSide says, for fitted parameter k of the estimate x (fitting scale) on a bound of its
+// box, whether that is the lower bound, and whether it is warned of (and its interval made
+// one-sided): every parameter but the temperature at its lower end.
+func (f *Fitter) boundSide(k int, x []float64) (lower, warned bool) {
+	lower = x[k]-f.lo[k] < f.hi[k]-x[k]
+	return lower, !(lower && f.spec.Params[f.infer[k]].Name == likelihood.TemperatureParam(0).Name)
 }
 
 // still reports whether no trial moves: every state of every trial equals the trial's first.

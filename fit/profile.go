@@ -1,11 +1,9 @@
 package fit
 
 import (
-	"errors"
 	"math"
 	"slices"
 
-	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -19,9 +17,9 @@ const BoundLRDrop = 1.3527717
 // box (Result.AtBound). There the Laplace approximation and the bootstrap (whose data sets,
 // simulated at the bound, refit to the bound) give an interval of about zero width, which the
 // truth, anywhere inside the box, misses. The interval instead runs from the bound to End,
-// the farthest value, scanned inward from the bound, at which the profile log-likelihood
-// (every other fitted parameter re-maximized with this one held fixed) is within Drop nats of
-// the maximum. Drop is BoundLRDrop times the bootstrap's inflation of the likelihood ratio
+// the farthest value at which the profile log-likelihood (every other fitted parameter
+// re-maximized with this one held fixed) is within Drop nats of the maximum, scanned inward
+// from where the interval reached into the box (profileEnd), so never short of it. Drop is BoundLRDrop times the bootstrap's inflation of the likelihood ratio
 // where one ran (boundDrop): a first-order Rao–Scott correction (Rao & Scott 1981) for the
 // data not being the likelihood's agent's.
 // End is the box's other end where the profile stays within Drop all the way.
@@ -43,8 +41,7 @@ const (
 
 // profileAtBounds replaces the interval of every fitted parameter of res that sits on a bound
 // of its box (but the temperature at its lower end, the agent without policy noise, which
-// diagnose does not warn of either) with the hull of its interval's part inside the box and
-// the one-sided profile interval (Profile). objective is the fit's (the negative
+// diagnose does not warn of either: boundSide) with the one-sided profile interval (Profile). objective is the fit's (the negative
 // log-likelihood per transition, nObs transitions) and x the estimate in fitting scale.
 func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64, res *Result) error {
 	drop := boundDrop(res.Bootstrap, len(f.infer))
@@ -53,8 +50,8 @@ func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64,
 		if !slices.Contains(res.AtBound, prm.Name) {
 			continue
 		}
-		lower := x[k]-f.lo[k] < f.hi[k]-x[k]
-		if lower && prm.Name == likelihood.TemperatureParam(0).Name {
+		lower, warned := f.boundSide(k, x)
+		if !warned {
 			continue
 		}
 		bound, far := f.hi[k], f.lo[k]
@@ -74,12 +71,8 @@ func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64,
 		if err != nil {
 			return err
 		}
-		pr.End = end
+		pr.End = end // never short of start: the interval keeps what it held inside the box
 		lo, hi := math.Min(bound, end), math.Max(bound, end)
-		if ci, ok := res.CI95[prm.Name]; ok { // keep what the interval held inside the box
-			lo = math.Min(lo, math.Max(ci[0], f.lo[k]))
-			hi = math.Max(hi, math.Min(ci[1], f.hi[k]))
-		}
 		if res.CI95 == nil {
 			res.CI95, res.CI95Natural = map[string][2]float64{}, map[string][2]float64{}
 		}
@@ -207,9 +200,6 @@ func (f *Fitter) profileAt(objective Objective, nObs float64, from []float64, k 
 	}
 	if math.IsInf(rr.F, 0) || math.IsNaN(rr.F) {
 		return math.Inf(-1), nil, rr.Evaluations, nil
-	}
-	if rr.X == nil {
-		return 0, nil, rr.Evaluations, errors.New("profile: no point")
 	}
 	return -rr.F * nObs, expand(rr.X), rr.Evaluations, nil
 }
