@@ -23,11 +23,33 @@ type Engine struct {
 	warm  map[string]bool // Tape.Precompile's keys
 	stats ProgramStats
 	calls int
+	block int // steps per call of a recursion (SetStepsPerCall); 0 is 1
 }
 
 // NewEngine returns an Engine that compiles for backend b.
 func NewEngine(b backends.Backend) *Engine {
 	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}}
+}
+
+// SetStepsPerCall makes each program of a recursion (Tape.Scan) run k steps, unrolled in its
+// graph, instead of one: a recursion of T steps takes ⌈T/k⌉ calls forward and as many
+// vector–Jacobian products, and a program about k times as large to compile (a last block of
+// T mod k steps is a program of its own). k ≤ 1 is one step per call. Values and gradients do
+// not depend on k: each block passes its carry between steps as the one-step programs pass it
+// between calls (every entry a node of the recursion's full batch), so each step computes what
+// it computes alone (TestScanBlocksEqualSteps). Set it before the first evaluation; programs
+// compiled for another k stay cached under their own keys.
+func (e *Engine) SetStepsPerCall(k int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.block = max(k, 1)
+}
+
+// StepsPerCall returns the steps each program of a recursion runs (SetStepsPerCall).
+func (e *Engine) StepsPerCall() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return max(e.block, 1)
 }
 
 // Stats returns the engine's build statistics: Builds counts programs built, Compiles those
@@ -257,26 +279,29 @@ func (tp *Tape) Scan(name string, step StepFunc, init *Value, xs [][]*Value, par
 		tp.run(c)
 		carry = c.outs[0][0]
 	}
-	stepF := func(in [][]S) [][]S {
-		next, y := step(in[0], in[1:1+len(xs)], in[1+len(xs):])
-		if len(next) != len(in[0]) {
-			panic(fmt.Sprintf("graph: step %s changed the carry from %d to %d scalars", name, len(in[0]), len(next)))
-		}
-		return [][]S{next, y}
-	}
+	K := tp.e.StepsPerCall()
 	ys := make([]*Value, T)
-	for i := range T {
-		t := i
-		if reverse {
-			t = T - 1 - i
+	for i := 0; i < T; i += K {
+		k := min(K, T-i)
+		ts := make([]int, k) // the block's steps, in the order they run
+		for j := range ts {
+			ts[j] = i + j
+			if reverse {
+				ts[j] = T - 1 - i - j
+			}
 		}
 		shared := []*Value{carry}
 		for _, x := range xs {
-			shared = append(shared, x[t])
+			for _, t := range ts {
+				shared = append(shared, x[t])
+			}
 		}
-		c := &call{name: name, f: stepF, shared: append(shared, params...), dense: full}
+		c := &call{name: name, f: blockSteps(name, step, k, len(xs), full), shared: append(shared, params...), dense: full}
 		tp.run(c)
-		carry, ys[t] = c.outs[0][0], c.outs[1][0]
+		carry = c.outs[0][0]
+		for j, t := range ts {
+			ys[t] = c.outs[1+j][0]
+		}
 	}
 	if tp.record {
 		// Visited first by Backward: the recursion's last carry and its parameters get zero
@@ -285,6 +310,38 @@ func (tp *Tape) Scan(name string, step StepFunc, init *Value, xs [][]*Value, par
 		tp.recs = append(tp.recs, &call{marker: append([]*Value{carry}, params...)})
 	}
 	return carry, ys
+}
+
+// blockSteps returns the function of one call of a recursion that runs k steps of step: its
+// input groups are the carry, then each of the nx sequences' k values in the order the steps
+// run, then the parameters; its output groups the last carry, then each step's output. Between
+// steps the carry is made what a call passes on (every entry a node of dimensions full), so a
+// step computes the same graph in a block as alone.
+func blockSteps(name string, step StepFunc, k, nx int, full []int) MapFunc {
+	return func(in [][]S) [][]S {
+		carry, params := in[0], in[1+nx*k:]
+		out := make([][]S, 1+k)
+		for j := range k {
+			xj := make([][]S, nx)
+			for q := range xj {
+				xj[q] = in[1+q*k+j]
+			}
+			next, y := step(carry, xj, params)
+			if len(next) != len(carry) {
+				panic(fmt.Sprintf("graph: step %s changed the carry from %d to %d scalars", name, len(carry), len(next)))
+			}
+			if j < k-1 {
+				g := Graph(in[0]...)
+				next = slices.Clone(next)
+				for e, x := range next {
+					next[e] = N(Materialize(g, x, full...))
+				}
+			}
+			carry, out[1+j] = next, y
+		}
+		out[0] = carry
+		return out
+	}
 }
 
 // broadcastInts returns the dimensions of the implicit broadcast of dimensions a and b (nil

@@ -179,3 +179,47 @@ func TestScanOneProgramPerStep(t *testing.T) {
 		assert.InDelta(t, c1, got[2+j], 1e-12)
 	}
 }
+
+// TestScanBlocksEqualSteps checks that recursions run k steps per call (Engine.SetStepsPerCall)
+// give the one-step form's values and gradients, in reverse and forward mode, for k dividing T
+// and not (a last, shorter block), k = T and k > T, with the calls each takes.
+func TestScanBlocksEqualSteps(t *testing.T) {
+	b, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	const T, B = 7, 3
+	ab := []float64{0.7, 0.8, 0.9, -0.3, -0.2, 0.1}
+	x := make([]float64, T*B)
+	for i := range x {
+		x[i] = 0.25 * float64(i%5)
+	}
+	eval := func(e *Engine, fwd bool) (val, grad []float64, calls int) {
+		tp := e.NewTape(true)
+		if fwd {
+			tp = e.NewForwardTape(2)
+		}
+		defer tp.Release()
+		abv := tp.Input(ab, 2, []int{B}, true)
+		out := flowProgram(tp, abv, tp.Series(x, T, 1, []int{B}, false))
+		val = tp.Fetch(out)
+		tp.Backward(out)
+		return val, tp.Grad(abv), e.Calls()
+	}
+	for _, fwd := range []bool{false, true} {
+		wantVal, wantGrad, oneCalls := eval(NewEngine(b), fwd)
+		for _, k := range []int{1, 2, 3, 7, 10} {
+			e := NewEngine(b)
+			e.SetStepsPerCall(k)
+			val, grad, calls := eval(e, fwd)
+			assert.InDeltaSlice(t, wantVal, val, 1e-13, "k=%d forward=%v", k, fwd)
+			assert.InDeltaSlice(t, wantGrad, grad, 1e-13, "k=%d forward=%v", k, fwd)
+			// Two recursions of T steps: each step call (and in reverse mode its
+			// vector–Jacobian product) becomes one call per block.
+			perStep := 2
+			if fwd {
+				perStep = 1
+			}
+			blocks := (T + k - 1) / k
+			assert.Equal(t, oneCalls-2*perStep*(T-blocks), calls, "k=%d forward=%v", k, fwd)
+		}
+	}
+}

@@ -125,6 +125,10 @@ type Options struct {
 	// program call per stage and step and no stored carries, instead of reverse mode over the
 	// recorded calls. Slower on the backends measured (docs/backends.md, "Backends"); kept to measure.
 	ForwardGradient bool
+	// StepsPerCall runs StepsPerCall steps of each recursion of the looped form in one program
+	// call (graph.Engine.SetStepsPerCall): fewer calls, larger programs to compile. 0 picks by
+	// backend (DefaultStepsPerCall).
+	StepsPerCall int
 }
 
 func (o Options) withDefaults(spec models.Spec) (Options, error) {
@@ -180,6 +184,8 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("the MCE baseline needs a temperature > 0")
 	case o.Form != FormAuto && o.Form != "auto" && o.Form != FormUnrolled && o.Form != FormLooped:
 		return o, fmt.Errorf("unknown form %q: use auto, unrolled or looped", o.Form)
+	case o.StepsPerCall < 0:
+		return o, fmt.Errorf("steps per call must be >= 0 (0: by backend), got %d", o.StepsPerCall)
 	case o.Prior != nil && len(o.Prior) != len(spec.States):
 		return o, fmt.Errorf("prior covariance must be %d×%d", len(spec.States), len(spec.States))
 	}
@@ -219,6 +225,11 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 	}
 	e.prog = graph.NewProgram(b, "loglik_"+s.Spec.Name, e.buildUnrolled)
 	e.engine = graph.NewEngine(b)
+	k := opts.StepsPerCall
+	if k == 0 {
+		k = DefaultStepsPerCall(b)
+	}
+	e.engine.SetStepsPerCall(k)
 	return e, nil
 }
 

@@ -39,6 +39,8 @@ func main() {
 	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
 	stages := flag.String("stages", "", "tasks whose likelihood graph to break down by stage, default and paper's likelihood (e.g. pendulum,navigation); none by default")
 	forwardSmall := flag.Bool("forward-1", true, "-forward: also measure 1 parameter vector × 50 trials (each batch size compiles its own programs: false saves a GPU's minutes)")
+	blocks := flag.String("blocks", "", "tasks on which to measure the looped form with -steps steps per program call (e.g. reaching,cartpole); none by default")
+	steps := flag.String("steps", "1,2,5,10", "-blocks: the steps per call to measure, ascending, 1 first (the reference)")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
@@ -48,6 +50,9 @@ func main() {
 	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
 	if *forward != "" {
 		compareModes(b, *forward, *forwardSmall)
+	}
+	if *blocks != "" {
+		compareBlocks(b, *blocks, parseInts(*steps))
 	}
 	if *stages != "" {
 		compareStages(b, *stages)
