@@ -41,12 +41,16 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 			theta := withTemperature(m.Spec(), opts)
 			th2 := append([]float64(nil), theta...)
 			th2[0] += 0.2
-			var lls [3][]float64
-			var grads [3][][]float64
-			for i, form := range []Form{FormUnrolled, FormLooped, FormLooped} {
+			var calls [4]int
+			var lls [4][]float64
+			var grads [4][][]float64
+			for i, form := range []Form{FormUnrolled, FormLooped, FormLooped, FormLooped} {
 				o := opts
 				o.Form = form
 				o.ForwardGradient = i == 2
+				if i == 3 {
+					o.StepsPerCall = 4 // a block of 4 steps and one of the rest
+				}
 				e, err := New(m, b, o)
 				require.NoError(t, err)
 				d, err := e.Prepare([][][][]float64{trials, trials[:2]}, 3)
@@ -55,11 +59,13 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 				require.NoError(t, err, "%s %+v %s", name, opts, form)
 				if form == FormLooped {
 					assert.Zero(t, e.engine.Stats().Late, "%s %+v: the dry run compiled every program", name, opts)
+					calls[i] = e.engine.Calls()
 				}
 			}
+			assert.Less(t, calls[3], calls[1], "%s %+v: blocks of steps take fewer calls", name, opts)
 			for r := range 2 {
 				require.False(t, math.IsInf(lls[0][r], 0), "%s %+v: not finite", name, opts)
-				for i, mode := range []string{"", "looped, reverse mode", "looped, forward mode"} {
+				for i, mode := range []string{"", "looped, reverse mode", "looped, forward mode", "looped, 4 steps per call"} {
 					if i == 0 {
 						continue
 					}
@@ -75,8 +81,8 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 }
 
 // TestLoopedEqualsUnrolled: the looped form (one compiled step per recursion, reverse mode
-// over the steps) gives the unrolled graph's values and gradients on every task, method,
-// observability and linearization.
+// over the steps; forward mode; blocks of 4 steps per call) gives the unrolled graph's values
+// and gradients on every task, method, observability and linearization.
 func TestLoopedEqualsUnrolled(t *testing.T) {
 	assertFormsAgree(t, graph.BackendGo, []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"}, 6)
 }

@@ -15,13 +15,16 @@
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
 #   bench/gpu/run.sh sample    posterior sampler speed, one pendulum subject
+#   bench/gpu/run.sh blocks    reaching and cart-pole with 1, 2, 5, 10 and 25 steps per program
+#                              call (STEPS): compile time, calls and time per evaluation, to pick
+#                              likelihood.DefaultStepsPerCall for CUDA
 #
 # The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
 # xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample}
+step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample|blocks}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
@@ -98,6 +101,9 @@ out=$OUT/$step.md
 		;;
 	sample)
 		bin/bench-sample -tasks pendulum -subjects 1
+		;;
+	blocks)
+		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,2,5,10,25}" -fits=false -xla off
 		;;
 	*)
 		echo "bench/gpu/run.sh: unknown step $step" >&2

@@ -31,6 +31,7 @@ type taskFlags struct {
 	firstOrderNoise, ignoreGaps, nominalFilter         bool
 	beliefPrior                                        beliefPriorFlag
 	jitter                                             float64
+	stepsPerCall                                       int
 }
 
 // beliefPriorFlag is --belief-prior: a variance (the same in every state coordinate, no
@@ -170,7 +171,7 @@ func (t *temperatureFlag) Set(s string) error {
 
 // register adds the flags of the agent (--task, --task-file, --observe, --planner) and
 // --backend, and with withMethod those of the likelihood (--method, --linearize,
-// --temperature, --form, --first-order-noise, --ignore-gaps, --nominal-filter, --belief-prior,
+// --temperature, --form, --steps-per-call, --first-order-noise, --ignore-gaps, --nominal-filter, --belief-prior,
 // --jitter). A command registers only the flags it uses, so
 // that its help lists no others: one that uses a part registers it with registerTask,
 // registerObserve or registerBackend.
@@ -185,6 +186,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.linearize, "linearize", "data", "where the likelihood linearizes, `data|mean|ilqg`: around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run, `unrolled|looped|auto`: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
+		fs.IntVar(&tf.stepsPerCall, "steps-per-call", 0, "time steps each compiled program of the looped form runs (`N`): fewer program calls per evaluation, larger programs to compile; 0 picks by backend (1: on 2 CPU cores larger blocks only compile longer, docs/backends.md \"Steps per call\")")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see docs/method.md)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
 		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
@@ -306,6 +308,10 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		return o, usagef("unknown --form %q: use auto, unrolled or looped", tf.form)
 	}
 	o.Form = likelihood.Form(tf.form)
+	if tf.stepsPerCall < 0 {
+		return o, usagef("--steps-per-call must be >= 0 (0: by backend), got %d", tf.stepsPerCall)
+	}
+	o.StepsPerCall = tf.stepsPerCall
 	switch t := tf.temperature; {
 	case t.fit, !t.set && o.Method == likelihood.Ours:
 		// Fitted by default: an agent's policy noise is not known, and a wrong fixed τ biases
