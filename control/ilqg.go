@@ -153,11 +153,29 @@ func NewSolver(m models.Model, steps int, b backends.Backend, opts SolverOptions
 // Symbolic returns the solver's symbolic model.
 func (sv *Solver) Symbolic() *models.Symbolic { return sv.sym }
 
+// solverPrograms holds the programs of the solvers of each backend, task (its symbolic form),
+// horizon and options, which every Solver made for them shares: a fit's bootstrap and check
+// make a solver per simulation, and on XLA each would otherwise compile the same programs
+// again (seconds each on a CPU).
+var solverPrograms sync.Map
+
+type sharedPrograms struct {
+	once                sync.Once
+	rollout, linearized *graph.Program
+	engine              *graph.Engine
+}
+
 func (sv *Solver) programs() {
 	sv.once.Do(func() {
-		sv.rollout = graph.NewProgram(sv.backend, "ilqg_rollout", sv.buildRollout)
-		sv.linearized = graph.NewProgram(sv.backend, "ilqg_backward", sv.buildBackward)
-		sv.engine = graph.NewEngine(sv.backend)
+		key := fmt.Sprintf("%p|%p|%d|%+v", sv.backend, sv.sym, sv.steps, sv.opts)
+		v, _ := solverPrograms.LoadOrStore(key, &sharedPrograms{})
+		p := v.(*sharedPrograms)
+		p.once.Do(func() {
+			p.rollout = graph.NewProgram(sv.backend, "ilqg_rollout", sv.buildRollout)
+			p.linearized = graph.NewProgram(sv.backend, "ilqg_backward", sv.buildBackward)
+			p.engine = graph.NewEngine(sv.backend)
+		})
+		sv.rollout, sv.linearized, sv.engine = p.rollout, p.linearized, p.engine
 	})
 }
 

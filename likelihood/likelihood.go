@@ -207,6 +207,7 @@ type Evaluator struct {
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
 	chunks  chunkPlanner            // EvalRows' chunk sizes on the Go backend
 	flat    flatGraphs              // TrialScores' graphs declared for flat chunks (FlatChunks)
+	shapes  []loopedShape           // the looped form's compiled shapes (TrialScores reuses them)
 }
 
 // New returns an Evaluator for model m on backend b.

@@ -335,6 +335,9 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}); err != nil {
 		return nil, nil, fmt.Errorf("evaluating %s: %w", e.spec.Name, err)
 	}
+	if !e.opts.ForwardGradient && nominal == nil {
+		e.noteShape(d)
+	}
 	in := e.loopedInputs(tp, d, flat, nominal)
 	total := e.pipeline(tp, in)
 	loglik = tp.Fetch(total)

@@ -2,6 +2,7 @@ package likelihood
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -22,6 +23,9 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 	whole, err := e.prepare([][][][]float64{trials}, 0, 0)
 	if err != nil {
 		return nil, nil, err
+	}
+	if sh, ok := e.scoreShape(whole); ok {
+		return e.trialScoresIn(trials, theta, sh)
 	}
 	N, T, n := len(trials), whole.Steps, len(e.sym.Spec.States)
 	rows := make([][][][]float64, N)
@@ -80,4 +84,69 @@ func (d *Data) forceExplicit(trialHorizon bool) {
 			d.ends[(T-1)*PN+j] = 1
 		}
 	}
+}
+
+// loopedShape is the shape of a looped evaluation's compiled programs: rows × trials of steps
+// steps, every trial of full length.
+type loopedShape struct{ rows, trials, steps int }
+
+// noteShape records that the looped programs of d's shape are compiled, where d's trials all
+// have d.Steps steps and it has no explicit nominal.
+func (e *Evaluator) noteShape(d *Data) {
+	if d.running != nil || d.ends != nil || d.nominal != nil {
+		return
+	}
+	sh := loopedShape{d.Rows, d.Trials, d.Steps}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !slices.Contains(e.shapes, sh) {
+		e.shapes = append(e.shapes, sh)
+	}
+}
+
+// scoreShape returns a shape whose programs are compiled that can give the trial scores of
+// whole (one row of trials, all of full length): where the evaluator runs looped, linearizes at
+// the data (each trial's log-likelihood its own, whatever else is in its row) and has compiled a
+// shape of whole's steps. Compiling the one-trial-per-row shape would cost an XLA fit a second
+// compile (as long as the first: seconds on a CPU, tens of seconds for large batches), against
+// ⌈trials / rows⌉ evaluations of a shape it has.
+func (e *Evaluator) scoreShape(whole *Data) (loopedShape, bool) {
+	if !e.looped() || e.opts.Linearize != LinearizeData || whole.running != nil || whole.ends != nil {
+		return loopedShape{}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sh := range e.shapes {
+		if sh.steps == whole.Steps {
+			return sh, true
+		}
+	}
+	return loopedShape{}, false
+}
+
+// trialScoresIn is TrialScores evaluated in the compiled shape sh: each row holds one trial,
+// padded with masked copies of it to sh.trials, sh.rows rows an evaluation (the last padded
+// with copies of its last row).
+func (e *Evaluator) trialScoresIn(trials [][][]float64, theta []float64, sh loopedShape) (loglik []float64, grad [][]float64, err error) {
+	N := len(trials)
+	loglik, grad = make([]float64, N), make([][]float64, N)
+	for start := 0; start < N; start += sh.rows {
+		rows := make([][][][]float64, sh.rows)
+		thetas := make([][]float64, sh.rows)
+		for i := range rows {
+			rows[i], thetas[i] = [][][]float64{trials[min(start+i, N-1)]}, theta
+		}
+		d, err := e.prepare(rows, sh.trials, sh.steps)
+		if err != nil {
+			return nil, nil, err
+		}
+		ll, g, err := e.EvalAt(d, thetas, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range min(sh.rows, N-start) {
+			loglik[start+i], grad[start+i] = ll[i], g[i]
+		}
+	}
+	return loglik, grad, nil
 }

@@ -69,3 +69,56 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 		})
 	}
 }
+
+// TestTrialScoresReuseTheCompiledShape: in the looped form (as XLA runs it) trial scores are
+// evaluated in a shape the evaluator has compiled, one trial a row padded with masked copies,
+// when the likelihood linearizes at the data: no program is built for them, and they equal the
+// scores of an evaluator that has compiled nothing (rows of one trial each) to 1e-12, also
+// when the trials do not fill the last evaluation's rows. With another number of steps, or
+// LinearizeMean, the shape is not reused.
+func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 7, 20, 4)
+	opts := Options{Form: FormLooped, FitTemperature: true}
+	theta := withTemperature(m.Spec(), opts)
+	fresh, err := New(m, b, opts)
+	require.NoError(t, err)
+	wantLL, wantGrad, err := fresh.TrialScores(trials, theta)
+	require.NoError(t, err)
+
+	e, err := New(m, b, opts)
+	require.NoError(t, err)
+	th2 := append([]float64(nil), theta...)
+	th2[0] += 0.1
+	_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+	require.NoError(t, err) // compiles 3 rows × 4 trials
+	before := e.engine.Stats().Builds
+	ll, grad, err := e.TrialScores(trials, theta) // 7 trials: three evaluations, the last part padding
+	require.NoError(t, err)
+	assert.Equal(t, before, e.engine.Stats().Builds, "no program built for the trial scores")
+	assert.InDeltaSlice(t, wantLL, ll, 1e-12*math.Abs(wantLL[0]))
+	for r := range grad {
+		assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-9, "trial %d", r)
+	}
+
+	short := make([][][]float64, len(trials))
+	for r, tr := range trials {
+		short[r] = tr[:15]
+	}
+	_, _, err = e.TrialScores(short, theta)
+	require.NoError(t, err)
+	assert.Greater(t, e.engine.Stats().Builds, before, "another number of steps compiles its own shape")
+
+	mean := opts
+	mean.Linearize = LinearizeMean
+	em, err := New(m, b, mean)
+	require.NoError(t, err)
+	_, _, err = em.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+	require.NoError(t, err)
+	_, ok := em.scoreShape(&Data{Steps: 20})
+	assert.False(t, ok, "LinearizeMean scores keep the whole set's nominal: no reuse")
+}
