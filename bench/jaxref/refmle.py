@@ -47,6 +47,34 @@ def read_data(path, names):
     return {s: np.array([tr[k] for k in sorted(tr)]) for s, tr in subj.items()}
 
 
+def reference_ioc(ref, task, observe):
+    """Imports the reference from its checkout ref (float64) and returns jax, the task's
+    environment, its parameter type and the inverse problem its example.py fits: (jax, env,
+    Params, ioc)."""
+    sys.path.insert(0, os.path.abspath(ref))
+    import jax
+    if not hasattr(jax, "tree_map"):  # removed in jax 0.6; the reference still calls it
+        jax.tree_map = jax.tree_util.tree_map
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import nioc.envs as envs
+    from nioc.infer import FixedLinearizationInverseGILQG, FixedLinearizationInverseGILQR, InverseILQG
+    from nioc.control import gilqg
+
+    cls = getattr(envs, TASKS[task][0])
+    env = cls()
+    Params = cls.get_params_type()
+    x0 = env._reset(None, Params())
+    temp = TEMPERATURE.get(task, 0.0)
+    if task == "lightdark":
+        ioc = InverseILQG(env=env, b0=(x0, 3.0 * jnp.eye(x0.shape[0])), solve=gilqg.solve, kf=gilqg, max_iter=50)
+    elif observe == "partial":
+        ioc = FixedLinearizationInverseGILQG(env, b0=(x0, jnp.eye(x0.shape[0])), maxent_temp=temp)
+    else:
+        ioc = FixedLinearizationInverseGILQR(env, maxent_temp=temp)
+    return jax, env, Params, ioc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", required=True)
@@ -58,28 +86,10 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
-    sys.path.insert(0, os.path.abspath(a.ref))
-    import jax
-    jax.config.update("jax_enable_x64", True)
+    jax, env, Params, ioc = reference_ioc(a.ref, a.task, a.observe)
     import jax.numpy as jnp
-    import nioc.envs as envs
-    from nioc.infer import FixedLinearizationInverseGILQG, FixedLinearizationInverseGILQR, InverseILQG
     from nioc.infer.utils import compute_mle
-    from nioc.control import gilqg
-
-    cls = getattr(envs, TASKS[a.task][0])
-    env = cls()
-    Params = cls.get_params_type()
-    x0 = env._reset(None, Params())
-    temp = TEMPERATURE.get(a.task, 0.0)
-    infer = None
-    if a.task == "lightdark":
-        ioc = InverseILQG(env=env, b0=(x0, 3.0 * jnp.eye(x0.shape[0])), solve=gilqg.solve, kf=gilqg, max_iter=50)
-        infer = LIGHTDARK_INFER
-    elif a.observe == "partial":
-        ioc = FixedLinearizationInverseGILQG(env, b0=(x0, jnp.eye(x0.shape[0])), maxent_temp=temp)
-    else:
-        ioc = FixedLinearizationInverseGILQR(env, maxent_temp=temp)
+    infer = LIGHTDARK_INFER if a.task == "lightdark" else None
     done = set()
     if os.path.exists(a.out):
         with open(a.out) as f:

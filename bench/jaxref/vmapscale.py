@@ -20,13 +20,12 @@ evaluation, vectors per second) on stdout, and with --json writes the same rows.
 
 import argparse
 import json
-import os
 import sys
 import time
 
 import numpy as np
 
-from refmle import TEMPERATURE, read_data
+from refmle import read_data, reference_ioc
 from refsim import TASKS
 
 
@@ -55,24 +54,8 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
 
-    sys.path.insert(0, os.path.abspath(a.ref))
-    import jax
-    if not hasattr(jax, "tree_map"):  # removed in jax 0.6; the reference still calls it
-        jax.tree_map = jax.tree_util.tree_map
-    jax.config.update("jax_enable_x64", True)
+    jax, _, Params, ioc = reference_ioc(a.ref, a.task, a.observe)
     import jax.numpy as jnp
-    import nioc.envs as envs
-    from nioc.infer import FixedLinearizationInverseGILQG, FixedLinearizationInverseGILQR
-
-    cls = getattr(envs, TASKS[a.task][0])
-    env = cls()
-    Params = cls.get_params_type()
-    x0 = env._reset(None, Params())
-    temp = TEMPERATURE.get(a.task, 0.0)
-    if a.observe == "partial":
-        ioc = FixedLinearizationInverseGILQG(env, b0=(x0, jnp.eye(x0.shape[0])), maxent_temp=temp)
-    else:
-        ioc = FixedLinearizationInverseGILQR(env, maxent_temp=temp)
     data = read_data(a.data, TASKS[a.task][1])
     xs = jnp.asarray(next(iter(data.values())))
     names = Params._fields

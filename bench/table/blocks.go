@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/bench"
@@ -22,29 +21,20 @@ func compareBlocks(b backends.Backend, tasks string, ks []int) {
 	fmt.Println("| task | T | steps per call | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 | largest relative difference to k = " + fmt.Sprint(ks[0]) + " |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(tasks, ",") {
-		m, err := models.Get(name)
-		if err != nil {
-			fail(err)
-		}
-		ds, err := bench.Dataset(m, goBackend(), 1, 50, 1)
-		if err != nil {
-			fail(err)
-		}
+		m, trials := taskTrials(name)
 		var refVal []float64
 		var refGrad [][]float64
 		for _, k := range ks {
 			opts := likelihood.Options{Form: likelihood.FormLooped, StepsPerCall: k}
-			t0 := time.Now()
-			e1, err := bench.TimeEvalWith(m, b, opts, ds[0], 1, 3)
+			e1, err := bench.TimeEvalWith(m, b, opts, trials, 1, 3)
 			if err != nil {
 				fail(err)
 			}
-			e50, err := bench.TimeEvalWith(m, b, opts, ds[0], 50, 2)
+			e50, err := bench.TimeEvalWith(m, b, opts, trials, 50, 2)
 			if err != nil {
 				fail(err)
 			}
-			_ = t0
-			val, grad := evalAt(m, b, opts, ds[0])
+			val, grad := evalAt(m, b, opts, trials)
 			diff := "—"
 			if refVal == nil {
 				refVal, refGrad = val, grad
@@ -58,7 +48,7 @@ func compareBlocks(b backends.Backend, tasks string, ks []int) {
 				}
 				diff = fmt.Sprintf("%.1e", d)
 			}
-			fmt.Printf("| %s | %d | %d | %d | %d | %.1f s | %d | %.4f s | %.4f s | %s |\n", name, len(ds[0][0])-1, k, e1.Builds, max(e1.Nodes, e50.Nodes),
+			fmt.Printf("| %s | %d | %d | %d | %d | %.1f s | %d | %.4f s | %.4f s | %s |\n", name, len(trials[0])-1, k, e1.Builds, max(e1.Nodes, e50.Nodes),
 				e1.Build.Seconds(), e1.Calls, e1.PerEval.Seconds(), e50.PerEval.Seconds(), diff)
 		}
 	}
@@ -94,4 +84,18 @@ func evalAt(m models.Model, b backends.Backend, opts likelihood.Options, trials 
 		fail(err)
 	}
 	return val, grad
+}
+
+// taskTrials returns task name's model and 50 trials of its agent at the defaults (the bench
+// tables' data: bench.Dataset, seed 1).
+func taskTrials(name string) (models.Model, [][][]float64) {
+	m, err := models.Get(name)
+	if err != nil {
+		fail(err)
+	}
+	ds, err := bench.Dataset(m, goBackend(), 1, 50, 1)
+	if err != nil {
+		fail(err)
+	}
+	return m, ds[0]
 }

@@ -187,26 +187,19 @@ func compareModes(b backends.Backend, tasks string, small bool) {
 	fmt.Println("| task | parameters | gradient | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 |")
 	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(tasks, ",") {
-		m, err := models.Get(name)
-		if err != nil {
-			fail(err)
-		}
-		ds, err := bench.Dataset(m, goBackend(), 1, 50, 1)
-		if err != nil {
-			fail(err)
-		}
+		m, trials := taskTrials(name)
 		var per [2]float64
 		for i, mode := range []string{"reverse", "forward"} {
 			opts := likelihood.Options{Form: likelihood.FormLooped, ForwardGradient: mode == "forward"}
 			one := "—"
 			if small {
-				e1, err := bench.TimeEvalWith(m, b, opts, ds[0], 1, 3)
+				e1, err := bench.TimeEvalWith(m, b, opts, trials, 1, 3)
 				if err != nil {
 					fail(err)
 				}
 				one = fmt.Sprintf("%.4f s", e1.PerEval.Seconds())
 			}
-			e50, err := bench.TimeEvalWith(m, b, opts, ds[0], 50, 2)
+			e50, err := bench.TimeEvalWith(m, b, opts, trials, 50, 2)
 			if err != nil {
 				fail(err)
 			}
