@@ -321,6 +321,7 @@ func blockSteps(name string, step StepFunc, k, nx int, full []int) MapFunc {
 	return func(in [][]S) [][]S {
 		carry, params := in[0], in[1+nx*k:]
 		out := make([][]S, 1+k)
+		g := Graph(carry...)
 		for j := range k {
 			xj := make([][]S, nx)
 			for q := range xj {
@@ -331,7 +332,6 @@ func blockSteps(name string, step StepFunc, k, nx int, full []int) MapFunc {
 				panic(fmt.Sprintf("graph: step %s changed the carry from %d to %d scalars", name, len(carry), len(next)))
 			}
 			if j < k-1 {
-				g := Graph(in[0]...)
 				next = slices.Clone(next)
 				for e, x := range next {
 					next[e] = N(Materialize(g, x, full...))
