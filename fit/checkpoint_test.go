@@ -149,14 +149,19 @@ func TestFitResumesExactly(t *testing.T) {
 		name    string
 		stopAt  float64 // fraction of the evaluations after which the fit is cancelled
 		earlier bool    // continue from a checkpoint before the last one
+		queue   int     // Options.Queue of the interrupted and the continued fit
 	}{
-		{"cancelled at 30 %, last checkpoint", 0.3, false},
-		{"cancelled at 80 %, last checkpoint", 0.8, false},
-		{"killed at 80 %, an earlier checkpoint", 0.8, true},
+		{"cancelled at 30 %, last checkpoint", 0.3, false, 0},
+		{"cancelled at 80 %, last checkpoint", 0.8, false, 0},
+		{"killed at 80 %, an earlier checkpoint", 0.8, true, 0},
+		{"one subject at a time, cancelled at 30 %", 0.3, false, checkpointOptions.Restarts},
+		{"one subject at a time, killed at 60 %", 0.6, true, checkpointOptions.Restarts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFitter(t, "linear", likelihood.Options{}, checkpointOptions)
+			opts := checkpointOptions
+			opts.Queue = tc.queue
+			f := newFitter(t, "linear", likelihood.Options{}, opts)
 			var ckpts [][]byte
 			f.SetCheckpoint(time.Nanosecond, func(c *Checkpoint) error { // at every batch
 				b, err := json.Marshal(c)
@@ -200,7 +205,7 @@ func TestFitResumesExactly(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, rest, "the fit was interrupted before its end")
-			g := newFitter(t, "linear", likelihood.Options{}, checkpointOptions)
+			g := newFitter(t, "linear", likelihood.Options{}, opts)
 			var last Progress
 			g.SetProgress(func(p Progress) { last = p })
 			require.NoError(t, g.FitFrom(context.Background(), rest, &cp, emit))

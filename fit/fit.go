@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,6 +80,15 @@ type Options struct {
 	// estimate), as a population fit's E-step does. Subjects it does not name are fitted by
 	// maximum likelihood. Result.LogLik stays the data's log-likelihood at the estimate.
 	Priors map[string]Prior
+	// Queue bounds the restarts in flight across subjects: subjects start in their order,
+	// each as soon as its restarts fit beside the requests of those still running (at least
+	// one subject always runs), so that a fit of many subjects evaluates batches of about
+	// Queue rows from start to end instead of all subjects' restarts at first and a few at
+	// the end. A subject's result does not depend on it. 0 means by backend: on the Go
+	// backend four full chunks (MaxBatch / trials rows) per core, on XLA two full chunks (its
+	// chunks are all padded to one size); never fewer than a subject's restarts. A negative
+	// value starts every subject at once.
+	Queue int
 
 	refit     bool // a bootstrap's refits: no standard errors, no early graphs
 	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
@@ -188,6 +198,7 @@ type Fitter struct {
 	base, natural []float64
 	lo, hi        []float64
 	batches       int
+	largest       int        // evaluations of the largest round
 	bootstraps    sync.Mutex // one subject's bootstrap at a time: each keeps every core busy
 	checks        sync.Mutex // one subject's check at a time: each runs chunks on every core
 }
@@ -344,8 +355,17 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	for i, s := range subjects {
 		rows[i] = s.Trials
 	}
-	// Most requests in flight at once: every restart of every subject, or a Hessian's 2p.
-	most := max(f.opts.Restarts, 2*len(f.infer)) * len(subjects)
+	// Most requests in flight at once: every restart of every subject, or a Hessian's 2p,
+	// or the queue's.
+	perSubject := max(f.opts.Restarts, 2*len(f.infer))
+	most := perSubject * len(subjects)
+	queue := f.queueRows(trials)
+	if queue >= most {
+		queue = 0 // every subject at once
+	}
+	if queue > 0 {
+		most = max(queue, perSubject)
+	}
 	if f.opts.batchMost > 0 {
 		most = f.opts.batchMost
 	}
@@ -387,13 +407,9 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		defer warm.Wait()
 		warm.Go(func() { _, _, _ = f.e.TrialScores(subjects[0].Trials, f.full(f.InitialPoints(subjects[0].ID)[0])) })
 	}
-	stop := make(chan struct{})
-	served := make(chan struct{})
-	go func() { b.run(stop); close(served) }()
-
 	var wg sync.WaitGroup
-	for si := range subjects {
-		wg.Add(1)
+	wg.Add(len(subjects))
+	startSubject := func(si int) {
 		b.enter()
 		go func() {
 			defer wg.Done()
@@ -416,10 +432,30 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 			tr.emit(si)
 		}()
 	}
+	if queue == 0 {
+		for si := range subjects {
+			startSubject(si)
+		}
+	} else {
+		next := 0
+		b.admit = func(pending int) bool {
+			n := 0
+			for next < len(subjects) && (pending == 0 && n == 0 || pending+(n+1)*f.opts.Restarts <= queue || ctx.Err() != nil) {
+				startSubject(next)
+				next++
+				n++
+			}
+			return n > 0
+		}
+	}
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	go func() { b.run(stop); close(served) }()
 	wg.Wait()
 	close(stop)
 	<-served
 	f.batches += b.batches
+	f.largest = max(f.largest, b.largest)
 	switch {
 	case emitErr != nil:
 		return emitErr
@@ -470,6 +506,10 @@ func (f *Fitter) nonFiniteTrials(s Subject, x []float64) string {
 
 // Batches returns the number of batched evaluation rounds run so far.
 func (f *Fitter) Batches() int { return f.batches }
+
+// LargestBatch returns the most evaluations of any round run so far (the rows of the largest
+// batch, before they are split into chunks).
+func (f *Fitter) LargestBatch() int { return f.largest }
 
 // fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
 // goroutine is itself a registered worker of b while it runs.
@@ -675,11 +715,28 @@ func summarize(reasons []string) string {
 // evalBatch evaluates requests on the trials of their rows, in graph runs of at most
 // MaxBatch rows × trials (likelihood.Evaluator.EvalRows); most is the most requests of any
 // batch of the fit.
+//
+// The requests are evaluated grouped by row (a subject's restarts side by side, which packs
+// faster: likelihood's prepare copies a row that repeats the one before it); a row's result
+// does not depend on its place.
 func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*request) ([]float64, [][]float64, error) {
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].row, reqs[b].row) })
 	dataRows := make([][][][]float64, len(reqs))
 	thetas := make([][]float64, len(reqs))
-	for i, r := range reqs {
-		dataRows[i], thetas[i] = rows[r.row], r.theta
+	for k, i := range order {
+		dataRows[k], thetas[k] = rows[reqs[i].row], reqs[i].theta
 	}
-	return f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
+	ll, grad, err := f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
+	if err != nil {
+		return nil, nil, err
+	}
+	outLL, outGrad := make([]float64, len(reqs)), make([][]float64, len(reqs))
+	for k, i := range order {
+		outLL[i], outGrad[i] = ll[k], grad[k]
+	}
+	return outLL, outGrad, nil
 }

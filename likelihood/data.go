@@ -88,6 +88,7 @@ func (e *Evaluator) prepare(rows [][][][]float64, trials, steps int) (*Data, err
 	d := &Data{Rows: P, Trials: N, Steps: T, states: make([]float64, (T+1)*n*P*N), mask: make([]float64, P*N), initial: make([][]float64, P)}
 	lengths := make([]int, P*N)
 	varying := false
+	srcs := make([][][]float64, N) // row p's trial of each column
 	for p, row := range rows {
 		d.initial[p] = meanInitial(row)
 		for r := range N {
@@ -96,12 +97,22 @@ func (e *Evaluator) prepare(rows [][][][]float64, trials, steps int) (*Data, err
 				src = row[r]
 				d.mask[p*N+r] = 1
 			}
+			srcs[r] = src
 			lengths[p*N+r] = len(src) - 1
 			varying = varying || len(src)-1 != T
-			for t := range T + 1 {
-				x := src[min(t, len(src)-1)] // padded with the last state
-				for i := range n {
-					d.states[((t*n+i)*P+p)*N+r] = x[i]
+		}
+		// The row's states are (T+1)·n runs of N values, one for each (t, i); a row that
+		// repeats the one before it (a subject's restarts, side by side) copies its runs.
+		same := p > 0 && len(row) == len(rows[p-1]) && &row[0] == &rows[p-1][0]
+		for t := range T + 1 {
+			for i := range n {
+				dst := d.states[((t*n+i)*P+p)*N:][:N]
+				if same {
+					copy(dst, d.states[((t*n+i)*P+p-1)*N:][:N])
+					continue
+				}
+				for r, src := range srcs {
+					dst[r] = src[min(t, len(src)-1)][i] // padded with the last state
 				}
 			}
 		}

@@ -8,8 +8,11 @@
 #   bench/gpu/run.sh loglik    `nioc-gpu loglik --backend xla` wall time (compile included) of
 #                              each task (TASKS, default all five) on 50 simulated trials, and
 #                              its value and gradient beside the Go backend's
-#   bench/gpu/run.sh fit       100 reaching subjects (50 restarts × 50 trials, partially
-#                              observable), all batched: wall time, subjects per hour, accuracy
+#   bench/gpu/run.sh fit       SUBJECTS (100) reaching subjects (50 restarts × 50 trials,
+#                              partially observable) through the subject queue (--queue QUEUE,
+#                              default 0: by backend; -1: all at once): wall time, subjects per
+#                              hour, accuracy (FIT_ARGS: more fit flags; FIT_S: a time limit in
+#                              seconds, after which the subjects done are reported)
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
 #                              vectors × 50 trials, up to the first size that fails
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
@@ -18,13 +21,17 @@
 #   bench/gpu/run.sh blocks    reaching and cart-pole with 1, 2, 5, 10 and 25 steps per program
 #                              call (STEPS): compile time, calls and time per evaluation, to pick
 #                              likelihood.DefaultStepsPerCall for CUDA
+#   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
+#                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
+#                              names a checkout of RothkopfLab/nioc-neurips, jaxopt importable)
+#                              and nioc-gpu's, reaching, 50 trials, at ROWS vectors (1,50,500,5000)
 #
 # The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
 # xla_cuda12 package of the machine's python3 (with the pip NVIDIA libraries it needs put on
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample|blocks}
+step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample|blocks|jax}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
@@ -78,15 +85,17 @@ out=$OUT/$step.md
 		done
 		;;
 	fit)
-		bin/nioc-gpu simulate --task reaching --subjects 100 --trials 50 --seed 7 --force --out "$OUT/study.csv"
+		n=${SUBJECTS:-100}
+		bin/nioc-gpu simulate --task reaching --subjects "$n" --trials 50 --seed 7 --force --out "$OUT/study.csv"
 		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
 		watch=$!
 		rm -f "$OUT"/fit.jsonl "$OUT"/fit.csv "$OUT"/fit.jsonl.ckpt
+		echo "nioc-gpu fit --task reaching --restarts 50 --seed 1 --max-batch 125000 --queue ${QUEUE:-0} ${FIT_ARGS:-} ($n subjects)"
 		start=$(date +%s.%N)
-		bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 --max-batch 125000 --out "$OUT/fit.jsonl" --quiet
+		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 --max-batch 125000 --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
 		end=$(date +%s.%N)
 		kill $watch || true
-		awk -v s="$start" -v e="$end" 'BEGIN { w = e - s; printf "100 subjects in %.1f s wall: %.0f subjects per hour\n", w, 360000 / w }'
+		awk -v s="$start" -v e="$end" -v n="$(grep -vc '"error"' "$OUT/fit.jsonl")" 'BEGIN { w = e - s; printf "%d subjects fitted in %.1f s wall: %.0f subjects per hour\n", n, w, 3600 * n / w }'
 		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" # against the task's defaults, the truth
 		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
 		;;
@@ -104,6 +113,18 @@ out=$OUT/$step.md
 		;;
 	blocks)
 		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,2,5,10,25}" -fits=false -xla off
+		;;
+	jax)
+		ref=${REF:?bench/gpu/run.sh jax: set REF to a checkout of RothkopfLab/nioc-neurips}
+		bin/nioc-gpu simulate --task reaching --trials 50 --seed 1 --force --out "$OUT/jax-reaching.csv"
+		echo "## JAX reference: jax.jit(jax.vmap(jax.value_and_grad(nll))), $(python3 -c 'import jax; print("jax", jax.__version__, jax.devices()[0].device_kind)')"
+		echo
+		JAX_PLATFORMS=cuda PYTHONUNBUFFERED=1 python3 bench/jaxref/vmapscale.py --ref "$ref" --task reaching \
+			--data "$OUT/jax-reaching.csv" --batches "${ROWS:-1,50,500,5000}" --json "$OUT/jax.json" || echo "(vmapscale.py failed: exit $?)"
+		echo
+		echo "## nioc-gpu on the same GPU"
+		echo
+		bin/bench-table -tasks reaching -rows "${ROWS:-1,50,500,5000}" -fits=false -xla off
 		;;
 	*)
 		echo "bench/gpu/run.sh: unknown step $step" >&2

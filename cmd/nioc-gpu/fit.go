@@ -56,11 +56,11 @@ func parseNames(s string) []string {
 
 // fitFlags are fit's flags of the fit itself.
 type fitFlags struct {
-	restarts, maxIter, bootDraws, bootRestarts, checkDraws int
-	seed                                                   uint64
-	start, uncertainty, bootAgents                         string
-	every                                                  time.Duration
-	maxMemory                                              memoryFlag
+	restarts, maxIter, bootDraws, bootRestarts, checkDraws, queue int
+	seed                                                          uint64
+	start, uncertainty, bootAgents                                string
+	every                                                         time.Duration
+	maxMemory                                                     memoryFlag
 }
 
 func (ff *fitFlags) register(fs *flag.FlagSet) {
@@ -74,6 +74,7 @@ func (ff *fitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.bootRestarts, "bootstrap-restarts", fit.DefaultBootstrapRestarts, "with --uncertainty bootstrap: restarts of each refit, the first from the estimate, the others random")
 	fs.StringVar(&ff.bootAgents, "bootstrap-agents", fit.DefaultBootstrapAgentNames, "with --uncertainty bootstrap: the agents whose data the bootstrap simulates at the estimate, its draws split evenly: ours (the likelihood's), ours-nonoise (no policy noise), iterN (planner stopped after N iterations), delay1 (sensing one step late), nofeedforward (the noise-free optimum's controls, as the JAX reference's agents)")
 	fs.IntVar(&ff.checkDraws, "check-draws", fit.DefaultCheckDraws, "data sets the goodness-of-fit check simulates from the fitted agent per subject (the record's \"check\"; a warning when its p-value is below 0.05: the intervals are then too narrow); 0 turns the check off")
+	fs.IntVar(&ff.queue, "queue", 0, "restarts in flight across subjects (`N`): subjects start in order as others finish, so that a fit of many subjects evaluates batches of about N from start to end (results are those of each subject fitted alone); 0 picks by backend (four chunks of --max-batch per core, on XLA two chunks); -1 starts every subject at once")
 	fs.DurationVar(&ff.every, "checkpoint-every", time.Minute, "save every restart's optimizer state to OUT.ckpt this often (and on Ctrl-C), for --resume after a crash or kill; 0 disables")
 }
 
@@ -148,7 +149,7 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	fitter, err := fit.New(e, fit.Options{Restarts: ff.restarts, Seed: ff.seed, MaxIter: ff.maxIter, BootstrapAgents: agents,
 		Infer: parseNames(sf.infer), Fix: fixed, MaxBatch: sf.maxBatch, CheckpointEvery: ff.every,
-		Uncertainty: ff.uncertainty, CheckDraws: ff.checkDraws, Bootstrap: ff.bootDraws, BootstrapRestarts: ff.bootRestarts})
+		Uncertainty: ff.uncertainty, CheckDraws: ff.checkDraws, Bootstrap: ff.bootDraws, BootstrapRestarts: ff.bootRestarts, Queue: ff.queue})
 	if err != nil {
 		return usageError{err}
 	}

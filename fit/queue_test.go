@@ -1,0 +1,72 @@
+package fit
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestQueueIsExact fits five subjects through queues of several sizes and requires each
+// subject's result, bit for bit, to be the one of all subjects at once and of the subject
+// fitted alone; with a queue of one subject's restarts, a batch holds one subject's requests
+// and the subjects finish in order.
+func TestQueueIsExact(t *testing.T) {
+	var subjects []Subject
+	for i := range 5 {
+		subjects = append(subjects, Subject{ID: string(rune('a' + i)), Trials: simulate(t, "linear", control.ObservePartial, 3+i%2, 0, uint64(10+i))})
+	}
+	base := Options{Restarts: 3, Seed: 4, MaxIter: 25, Queue: -1}
+	want := fitAll(t, newFitter(t, "linear", likelihood.Options{}, base), subjects)
+	require.Len(t, want, len(subjects))
+	for _, s := range subjects[:2] {
+		alone := fitAll(t, newFitter(t, "linear", likelihood.Options{}, base), []Subject{s})[s.ID]
+		alone.Seconds = 0
+		w := want[s.ID]
+		w.Seconds = 0
+		assert.Equal(t, w, alone, "subject %s alone", s.ID)
+	}
+	for _, tc := range []struct {
+		name  string
+		queue int
+	}{
+		{"one subject at a time", 3},
+		{"two subjects", 6},
+		{"a queue smaller than a subject", 1},
+		{"by backend", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := base
+			opts.Queue = tc.queue
+			f := newFitter(t, "linear", likelihood.Options{}, opts)
+			var (
+				mu    sync.Mutex
+				order []string
+			)
+			got := map[string]Result{}
+			require.NoError(t, f.FitFrom(context.Background(), subjects, nil, func(r Result) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got[r.Subject] = r
+				order = append(order, r.Subject)
+				return nil
+			}))
+			t.Logf("largest batch %d, batches %d, order %v", f.LargestBatch(), f.Batches(), order)
+			if tc.queue == opts.Restarts {
+				assert.LessOrEqual(t, f.LargestBatch(), max(opts.Restarts, 2*len(f.infer)), "one subject at a time: its restarts or its Hessian's points")
+			}
+			for _, s := range subjects {
+				r, w := got[s.ID], want[s.ID]
+				r.Seconds, w.Seconds = 0, 0
+				assert.Equal(t, w, r, "subject %s", s.ID)
+			}
+			if tc.queue == opts.Restarts {
+				assert.Equal(t, []string{"a", "b", "c", "d", "e"}, order, "one at a time: in order")
+			}
+		})
+	}
+}
