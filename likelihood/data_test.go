@@ -2,6 +2,7 @@ package likelihood
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -83,7 +84,8 @@ func TestPrepareLayout(t *testing.T) {
 }
 
 // BenchmarkPrepare packs one chunk of a GPU fit: 2,500 rows (50 subjects × 50 restarts) of 50
-// reaching trials of 50 steps.
+// reaching trials of 50 steps, a subject's rows side by side (as the fit orders them) or in
+// random order.
 func BenchmarkPrepare(b *testing.B) {
 	m, err := models.Get("reaching")
 	require.NoError(b, err)
@@ -91,30 +93,19 @@ func BenchmarkPrepare(b *testing.B) {
 	require.NoError(b, err)
 	e, err := New(m, be, Options{})
 	require.NoError(b, err)
-	rows := randomRows(m, 50, 50, 50, 50, 50, 1)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := e.prepare(rows, 50, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkPrepareShuffled is BenchmarkPrepare with the rows in random order (no row repeats
-// the one before it).
-func BenchmarkPrepareShuffled(b *testing.B) {
-	m, err := models.Get("reaching")
-	require.NoError(b, err)
-	be, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(b, err)
-	e, err := New(m, be, Options{})
-	require.NoError(b, err)
-	rows := randomRows(m, 50, 50, 50, 50, 50, 1)
-	rand.New(rand.NewPCG(2, 2)).Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := e.prepare(rows, 50, 0); err != nil {
-			b.Fatal(err)
-		}
+	grouped := randomRows(m, 50, 50, 50, 50, 50, 1)
+	shuffled := slices.Clone(grouped)
+	rand.New(rand.NewPCG(2, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, bc := range []struct {
+		name string
+		rows [][][][]float64
+	}{{"grouped", grouped}, {"shuffled", shuffled}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.prepare(bc.rows, 50, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
