@@ -79,7 +79,7 @@ func cliWithoutSeconds(t *testing.T, path string) map[string]map[string]any {
 // about 80 % of its work, checkpointing every 10 ms, resumes with --resume from its
 // checkpoint, with all the work saved before the kill, and ends with the results of an
 // uninterrupted fit; so does a fit stopped by SIGINT (Ctrl-C), which saves a checkpoint as it
-// stops.
+// stops, and a fit of one subject at a time (--queue) killed half-way.
 func TestCLIFitKilledResumes(t *testing.T) {
 	dir := t.TempDir()
 	// Enough work that the fit is still running well after it has started (about 2 s on 2
@@ -93,16 +93,16 @@ func TestCLIFitKilledResumes(t *testing.T) {
 	cliNoFile(t, fit.CheckpointPath(ref))
 	total := cliFitDone(ref)
 
-	// resume continues the fit into out, which holds the work saved, and requires the results
-	// of the uninterrupted fit.
-	resume := func(t *testing.T, out string, saved int) {
+	// resume continues the fit into out, which holds the work saved, with the flags extra,
+	// and requires the results of the uninterrupted fit.
+	resume := func(t *testing.T, out string, saved int, extra ...string) {
 		written := 0
 		recs, _, err := fit.ReadRecords(out)
 		require.NoError(t, err)
 		for _, rec := range recs {
 			written += rec.Evaluations
 		}
-		r := cliOK(t, append(args, "--checkpoint-every", "10ms", "--resume", "--out", out)...)
+		r := cliOK(t, append(append(slices.Clone(args), extra...), "--checkpoint-every", "10ms", "--resume", "--out", out)...)
 		m := regexp.MustCompile(`resuming from (.*): \d+ restart\(s\) finished and \d+ under way \((\d+) evaluations kept\)`).FindStringSubmatch(r.stderr)
 		require.NotNil(t, m, "stderr:\n%s", r.stderr)
 		assert.Equal(t, fit.CheckpointPath(out), m[1])
@@ -114,17 +114,18 @@ func TestCLIFitKilledResumes(t *testing.T) {
 		assert.Empty(t, matches, "no temporary checkpoint is left")
 	}
 
-	t.Run("kill -9 at 80 %", func(t *testing.T) {
-		out := filepath.Join(t.TempDir(), "killed.jsonl")
+	// killAt starts the fit into out with the flags extra, kills it with SIGKILL once the
+	// fraction frac of its work is saved, and returns the work saved.
+	killAt := func(t *testing.T, out string, frac float64, extra ...string) int {
 		var stderr bytes.Buffer
-		cmd := cliStart(t, &stderr, append(args, "--checkpoint-every", "10ms", "--out", out)...)
+		cmd := cliStart(t, &stderr, append(append(slices.Clone(args), extra...), "--checkpoint-every", "10ms", "--out", out)...)
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		seen := 0
-		for deadline := time.Now().Add(2 * time.Minute); seen < total*8/10; time.Sleep(2 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); float64(seen) < frac*float64(total); time.Sleep(2 * time.Millisecond) {
 			select {
 			case err := <-exited:
-				t.Fatalf("the fit ended (%v) before 80 %% of its work (%d of %d evaluations saved); stderr:\n%s", err, seen, total, stderr.String())
+				t.Fatalf("the fit ended (%v) before %.0f %% of its work (%d of %d evaluations saved); stderr:\n%s", err, 100*frac, seen, total, stderr.String())
 			default:
 			}
 			require.True(t, time.Now().Before(deadline), "no progress; stderr:\n%s", stderr.String())
@@ -138,7 +139,18 @@ func TestCLIFitKilledResumes(t *testing.T) {
 		assert.GreaterOrEqual(t, saved, seen, "the work saved at the kill is at least what was seen saved before it")
 		require.FileExists(t, fit.CheckpointPath(out))
 		t.Logf("killed with %d of %d evaluations saved", saved, total)
-		resume(t, out, saved)
+		return saved
+	}
+
+	t.Run("kill -9 at 80 %", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "killed.jsonl")
+		resume(t, out, killAt(t, out, 0.8))
+	})
+
+	t.Run("one subject at a time, kill -9 at 50 %", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "queued.jsonl")
+		queue := []string{"--queue", "8"} // 8 restarts: one subject's restarts at a time
+		resume(t, out, killAt(t, out, 0.5, queue...), queue...)
 	})
 
 	t.Run("Ctrl-C", func(t *testing.T) {
