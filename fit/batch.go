@@ -146,8 +146,8 @@ func (f *Fitter) queueRows(trials int) int {
 	chunks := 4 * max(1, runtime.GOMAXPROCS(0))
 	if graph.CompilesSlowly(f.e.Backend()) {
 		// XLA: two chunks, one prepared and uploaded while the other runs; on an H200 one
-		// chunk alone took 40 % longer (100 reaching subjects) and every subject at once
-		// ran out of memory (1,000 subjects), docs/backends.md "Subject queue".
+		// chunk alone took 23–40 % longer (100 reaching subjects) and every subject at once
+		// ran out of memory (1,000 subjects): docs/backends.md, "H200, measured 2026-11-25".
 		chunks = 2
 	}
 	return max(chunk*chunks, f.opts.Restarts)
