@@ -56,7 +56,7 @@ func TestQueueIsExact(t *testing.T) {
 				return nil
 			}))
 			t.Logf("largest batch %d, batches %d, order %v", f.LargestBatch(), f.Batches(), order)
-			if tc.queue == opts.Restarts {
+			if tc.queue > 0 && tc.queue <= opts.Restarts { // a smaller queue still holds one subject
 				assert.LessOrEqual(t, f.LargestBatch(), max(opts.Restarts, 2*len(f.infer)), "one subject at a time: its restarts or its Hessian's points")
 			}
 			for _, s := range subjects {
@@ -64,7 +64,7 @@ func TestQueueIsExact(t *testing.T) {
 				r.Seconds, w.Seconds = 0, 0
 				assert.Equal(t, w, r, "subject %s", s.ID)
 			}
-			if tc.queue == opts.Restarts {
+			if tc.queue > 0 && tc.queue <= opts.Restarts { // a smaller queue still holds one subject
 				assert.Equal(t, []string{"a", "b", "c", "d", "e"}, order, "one at a time: in order")
 			}
 		})
