@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
@@ -45,6 +46,12 @@ type SimOptions struct {
 	// TrialIDs, if set, are the numbers of the Trials trials (their noise streams, see
 	// Simulate); nil means 0, 1, …, Trials−1.
 	TrialIDs []int
+	// Starts, if set, are the Trials trials' initial states (each of the task's state
+	// dimension; the same for every problem): trial r starts at x_0 = Starts[r] and the
+	// agent's belief at that point, as the likelihood's tracking starts at each trial's
+	// observed x_0. nil means the task's x0 for every trial. The policy is planned as it was
+	// (Solve's x0); only where each trial starts changes.
+	Starts [][]float64
 }
 
 // Simulate runs an agent that follows pol (one control law per problem) in the stochastic
@@ -52,10 +59,10 @@ type SimOptions struct {
 // observability the agent observes y_t = h(x_t, w_t) and updates its belief with the extended
 // Kalman filter b_{t+1} = f(b_t, u_t, 0) + K_t·(y_t − h(b_t, 0)),
 // K_t = A P Fᵀ (F P Fᵀ + W Wᵀ)⁻¹, P ← V Vᵀ + (A − K F) P Aᵀ, linearized at the belief
-// (paper Sec. 2.4), starting from the task's initial belief; its control is the policy
-// applied to b_t. Under the task's timing models.SeeThenAct it sees x_{t+1} after each step
+// (paper Sec. 2.4), starting from the task's initial belief covariance at the trial's initial
+// state; its control is the policy applied to b_t. Under the task's timing models.SeeThenAct it sees x_{t+1} after each step
 // and updates before it acts (FilterUpdateStep: b_{t+1} = b⁻ + K·(y − h(b⁻, 0)),
-// b⁻ = f(b_t, u_t, 0), linearized at b_t and b⁻). The trajectories start at the task's x0. Noises come from a PCG generator
+// b⁻ = f(b_t, u_t, 0), linearized at b_t and b⁻). The trajectories start at opts.Starts (by default the task's x0). Noises come from a PCG generator
 // seeded with Seed and the problem and trial numbers, so a trial's trajectory does not depend
 // on how many others are simulated with it. If some problems diverge, it returns every
 // trajectory and a *DivergedError naming them.
@@ -81,6 +88,21 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	}
 	if opts.TrialIDs != nil && len(opts.TrialIDs) != opts.Trials {
 		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
+	}
+	if opts.Starts != nil {
+		if len(opts.Starts) != opts.Trials {
+			return nil, fmt.Errorf("%d initial states for %d trials", len(opts.Starts), opts.Trials)
+		}
+		for r, x := range opts.Starts {
+			if len(x) != len(s.Spec.States) {
+				return nil, fmt.Errorf("trial %d's initial state has %d values, task %s has %d states", r, len(x), s.Spec.Name, len(s.Spec.States))
+			}
+			for i, v := range x {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("trial %d's initial state %s is %g", r, s.Spec.States[i], v)
+				}
+			}
+		}
 	}
 	if opts.NoFeedForward {
 		q := *pol
@@ -116,9 +138,21 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			}
 		}
 	}
+	x0 := make([]float64, n*P*M) // [n][P][M]
+	for i := range n {
+		for p := range P {
+			for r := range M {
+				x := spec.X0
+				if opts.Starts != nil {
+					x = opts.Starts[r]
+				}
+				x0[(i*P+p)*M+r] = x[i]
+			}
+		}
+	}
 	var X []float64 // [T+1][n][P][M]
 	if opts.Form == "looped" || (opts.Form != "unrolled" && graph.CompilesSlowly(b)) {
-		if X, err = simulateLooped(b, s, theta, pol, v, w, xi, M, opts); err != nil {
+		if X, err = simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts); err != nil {
 			return nil, err
 		}
 	} else {
@@ -130,7 +164,8 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
 			graph.NewTensor(pol.Gain, T, k, n, P, 1), graph.NewTensor(pol.Offset, T, k, P, 1),
 			graph.NewTensor(pol.Hessian, T, k, k, P, 1),
-			graph.NewTensor(v, T, nv, P, M), graph.NewTensor(w, T, nw, P, M), graph.NewTensor(xi, T, k, P, M))
+			graph.NewTensor(v, T, nv, P, M), graph.NewTensor(w, T, nw, P, M), graph.NewTensor(xi, T, k, P, M),
+			graph.NewTensor(x0, n, P, M))
 		if err != nil {
 			return nil, err
 		}
@@ -184,23 +219,25 @@ func (e *DivergedError) Error() string {
 	return fmt.Sprintf("simulation diverged for %d problem(s); first: %s", len(e.Problems), e.First)
 }
 
-// simulationFlow runs the agent of Simulate: per step, the control law (xbar, ubar, gains as
-// flat L, l, H̃) and the standard normal noises v (state), w (observation) and xi (policy);
-// it returns x_1, …, x_T.
-func simulationFlow(f graph.Flow, s *models.Symbolic, theta *graph.Value, xbar, ubar, gains, v, w, xi []*graph.Value, opts SimOptions) []*graph.Value {
+// simulationFlow runs the agent of Simulate from the initial states x0 (one per trial): per
+// step, the control law (xbar, ubar, gains as flat L, l, H̃) and the standard normal noises v
+// (state), w (observation) and xi (policy); it returns x_1, …, x_T.
+func simulationFlow(f graph.Flow, s *models.Symbolic, theta, x0 *graph.Value, xbar, ubar, gains, v, w, xi []*graph.Value, opts SimOptions) []*graph.Value {
 	spec := s.Spec
 	n := len(spec.States)
 	partial := opts.Observe == ObservePartial
 	seeFirst := spec.ObservationTiming() == models.SeeThenAct
-	x0 := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
-	init := x0
-	if partial { // the belief mean and its covariance
-		init = graph.Flatten(init, x0, graph.ConstMat(spec.InitialBeliefCov()))
-	}
-	if opts.Delay == 1 { // the state the agent senses: the previous one (act-then-see)
-		init = graph.Flatten(init, x0)
-	}
-	start := f.Map("simulate_init", func([][]graph.S) [][]graph.S { return [][]graph.S{init} })[0]
+	start := f.Map("simulate_init", func(in [][]graph.S) [][]graph.S {
+		x0 := in[0]
+		init := x0
+		if partial { // the belief mean and its covariance
+			init = graph.Flatten(init, x0, graph.ConstMat(spec.InitialBeliefCov()))
+		}
+		if opts.Delay == 1 { // the state the agent senses: the previous one (act-then-see)
+			init = graph.Flatten(init, x0)
+		}
+		return [][]graph.S{init}
+	}, x0)[0]
 	_, xs := f.Scan("simulate", func(carry []graph.S, in, ps [][]graph.S) (next, y []graph.S) {
 		c := graph.NewUnflattener(carry)
 		x := c.Vec(n)
@@ -267,9 +304,10 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 	for t := range T {
 		gains[t] = graph.Values(graph.Flatten(graph.Vec(L[t].Scalars()), graph.Vec(l[t].Scalars()), graph.Vec(H[t].Scalars())))[0]
 	}
-	xs := simulationFlow(graph.Unrolled{}, s, graph.Values(graph.Unstack(in[0], 1))[0], graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k),
+	x0 := graph.Values(graph.Unstack(in[9], 1))[0]
+	xs := simulationFlow(graph.Unrolled{}, s, graph.Values(graph.Unstack(in[0], 1))[0], x0, graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k),
 		gains, graph.SeriesValues(in[6], 2, nv), graph.SeriesValues(in[7], 2, nw), graph.SeriesValues(in[8], 2, k), opts)
-	all := graph.Flatten(graph.ConstMat([][]float64{spec.X0}))
+	all := slices.Clone(x0.Scalars())
 	for _, x := range xs {
 		all = append(all, x.Scalars()...)
 	}
@@ -282,7 +320,7 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 var simEngines sync.Map
 
 // simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
-func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, v, w, xi []float64, M int, opts SimOptions) (X []float64, err error) {
+func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, x0, v, w, xi []float64, M int, opts SimOptions) (X []float64, err error) {
 	spec := s.Spec
 	P, T := pol.Problems, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
@@ -304,18 +342,14 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 		}
 		xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
 		vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
-		return simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), xbar, ubar, gains, vs, ws, xis, opts)
+		return simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), tp.Input(x0, n, trials, false), xbar, ubar, gains, vs, ws, xis, opts)
 	}
 	if err := tp.Precompile(fmt.Sprintf("P%d T%d M%d", P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	xs := flow(tp)
 	X = make([]float64, (T+1)*n*P*M)
-	for i := range n {
-		for j := range P * M {
-			X[i*P*M+j] = spec.X0[i]
-		}
-	}
+	copy(X, x0)
 	for t, x := range xs {
 		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
 	}

@@ -286,8 +286,9 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 
 // simulateAt simulates K data sets of agent v (the likelihood's own for the zero value) at x
 // (fitted parameters, fitting scale; the others at their fixed values), each with s's number
-// of trials and their lengths (the trials of one problem, planned once), and returns those
-// without a diverged trial.
+// of trials, their lengths and their initial states (the trials of one problem, planned once
+// from their mean initial state, as the likelihood's agent plans), and returns those without a
+// diverged trial.
 func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64, v likelihood.AgentVariant) ([][][][]float64, error) {
 	full := f.full(x)
 	spec := f.e.Spec()
@@ -296,11 +297,11 @@ func (f *Fitter) simulateAt(s Subject, x []float64, K int, seed uint64, v likeli
 		natural[i] = spec.Params[i].FromScale(v)
 	}
 	N := len(s.Trials)
-	lengths := make([]int, K*N)
+	lengths, starts := make([]int, K*N), make([][]float64, K*N)
 	for j := range lengths {
-		lengths[j] = len(s.Trials[j%N]) - 1
+		lengths[j], starts[j] = len(s.Trials[j%N])-1, s.Trials[j%N][0]
 	}
-	sims, err := f.e.SimulateVariantTrials([][]float64{natural}, lengths, seed, v)
+	sims, err := f.e.SimulateVariantTrials([][]float64{natural}, lengths, starts, seed, v)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ const CheckAlpha = 0.05
 
 // Check is the goodness-of-fit check of one subject's fit, a parametric bootstrap: Draws data
 // sets simulated from the likelihood's own agent at the estimate (the subject's number of
-// trials and their lengths, starting at the task's initial state; likelihood.SimulateAgent)
+// trials, their lengths and their initial states; likelihood.SimulateAgent)
 // give the log-likelihoods the subject's data would have at the estimate if the subject were
 // that agent; Z places the subject's own among them, P is its two-sided p-value.
 //

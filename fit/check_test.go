@@ -6,6 +6,7 @@ import (
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
@@ -42,4 +43,37 @@ func TestCheckQuietOnOurAgentWarnsOnReference(t *testing.T) {
 	assert.True(t, res["ref"].Check.Warns(), "the reference's agent: z %.2f, p %.3g", res["ref"].Check.Z, res["ref"].Check.P)
 	assert.False(t, res["ours"].Check.Warns(), "our agent: z %.2f, p %.3g", res["ours"].Check.Z, res["ours"].Check.P)
 	assert.Less(t, math.Abs(res["ours"].Check.Z), 1.5)
+}
+
+// TestCheckFromTheSubjectsStarts: a subject whose trials start at other states than the
+// task's x0 (here 50 reaches whose shoulder angle starts spread over ±0.2 rad around it, the
+// agent planning from their mean as the likelihood's agent does) is our agent all the same, and
+// the check stays quiet: its simulated data sets start where the subject's trials start
+// (likelihood.SimulateAgent's starts; the bootstrap's start there too). Simulated from the
+// task's x0, as before 2026-11-25, they flagged this subject: z −4.05, p 0.0009.
+func TestCheckFromTheSubjectsStarts(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("reaching")
+	require.NoError(t, err)
+	spec := m.Spec()
+	truth := spec.Defaults()
+	const trials = 50
+	starts := make([][]float64, trials)
+	for j := range starts {
+		starts[j] = append([]float64{spec.X0[0] + 0.4*(float64(j)/(trials-1)-0.5)}, spec.X0[1:]...)
+	}
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{truth}, [][]float64{spec.X0}) // the starts' mean is x0
+	require.NoError(t, err)
+	xs, err := control.Simulate(m, pol, [][]float64{truth}, b, control.SimOptions{Trials: trials, Seed: 3, Temperature: spec.Temperature, Starts: starts})
+	require.NoError(t, err)
+	f := newFitter(t, "reaching", likelihood.Options{FitTemperature: true}, Options{Restarts: 6, Seed: 1, CheckDraws: DefaultCheckDraws})
+	r := fitAll(t, f, []Subject{{ID: "spread", Trials: xs[0]}})["spread"]
+	require.Empty(t, r.Err)
+	require.NotNil(t, r.Check, r.CheckErr)
+	t.Logf("loglik %.1f sims %.1f ± %.1f z %.2f p %.3g", r.LogLik, r.Check.SimMean, r.Check.SimSD, r.Check.Z, r.Check.P)
+	assert.False(t, r.Check.Warns(), "z %.2f, p %.3g", r.Check.Z, r.Check.P)
+	assert.Less(t, math.Abs(r.Check.Z), 2.0)
 }

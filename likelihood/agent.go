@@ -14,12 +14,14 @@ import (
 // SimulateAgent simulates the agent this likelihood describes — its observation mode (an
 // agent that sees the state for the MCE baseline, which has no observation model), planner
 // and policy noise (at each θ's own temperature when the temperature is fitted) — at each of
-// thetas (every parameter of Spec(), natural units), trial j of lengths[j] steps, starting
-// at the task's initial state, its noise from seed and j. It returns the trials
+// thetas (every parameter of Spec(), natural units), trial j of lengths[j] steps from
+// starts[j], its noise from seed and j. As the likelihood's agent (LinearizeILQG), it plans
+// once from the trials' mean initial state and each trial starts at its own; starts nil means
+// every trial at the task's initial state, planned from there. It returns the trials
 // [theta][trial][t][state] without those whose states became infinite, and how many did.
-// Posterior predictive checks (posterior/ioc) use it.
-func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, int, error) {
-	out, err := e.SimulateAgentTrials(thetas, lengths, seed)
+// Posterior predictive checks (posterior/ioc) use it, with the subject's trials' starts.
+func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, starts [][]float64, seed uint64) ([][][][]float64, int, error) {
+	out, err := e.SimulateAgentTrials(thetas, lengths, starts, seed)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -38,16 +40,19 @@ func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, seed uint64
 // SimulateAgentTrials is SimulateAgent with every trial kept in its place: nil where its
 // states became infinite. fit's goodness-of-fit check and bootstrap split one problem's
 // trials into data sets with it (one iLQG solve for all of them).
-func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, seed uint64) ([][][][]float64, error) {
-	return e.SimulateVariantTrials(thetas, lengths, seed, AgentVariant{})
+func (e *Evaluator) SimulateAgentTrials(thetas [][]float64, lengths []int, starts [][]float64, seed uint64) ([][][][]float64, error) {
+	return e.SimulateVariantTrials(thetas, lengths, starts, seed, AgentVariant{})
 }
 
 // SimulateVariantTrials is SimulateAgentTrials for an agent that departs from the
 // likelihood's as v says: without policy noise, with its planner stopped early, sensing with a
 // delay, or without the feed-forward correction for signal-dependent noise. fit's bootstrap over agents uses it.
-func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, seed uint64, v AgentVariant) ([][][][]float64, error) {
+func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, starts [][]float64, seed uint64, v AgentVariant) ([][][][]float64, error) {
 	if v.Delay != 0 && v.Delay != 1 {
 		return nil, fmt.Errorf("agent %s: a delay of 0 or 1 steps, got %d", v, v.Delay)
+	}
+	if starts != nil && len(starts) != len(lengths) {
+		return nil, fmt.Errorf("%d initial states for %d trials", len(starts), len(lengths))
 	}
 	m := e.sym.Model
 	spec := m.Spec()
@@ -78,6 +83,13 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, see
 	for i := range out {
 		out[i] = make([][][]float64, len(lengths))
 	}
+	var from [][]float64 // the plan's initial state, per θ: nil for the task's
+	if starts != nil {
+		mean := meanStart(starts)
+		for range thetas {
+			from = append(from, mean)
+		}
+	}
 	for _, h := range slices.Sorted(maps.Keys(horizons)) {
 		sv, err := e.solverFor(h)
 		if err != nil {
@@ -85,15 +97,20 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, see
 		}
 		var pol *control.Policy
 		if v.PlannerIterations > 0 {
-			pol, err = sv.SolveIterations(model, nil, v.PlannerIterations)
+			pol, err = sv.SolveIterations(model, from, v.PlannerIterations)
 		} else {
-			pol, err = sv.Solve(model, nil)
+			pol, err = sv.Solve(model, from)
 		}
 		if err != nil {
 			return nil, err
 		}
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
 			Temperature: e.opts.Temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
+		if starts != nil {
+			for _, j := range horizons[h] {
+				so.Starts = append(so.Starts, starts[j])
+			}
+		}
 		switch {
 		case v.NoPolicyNoise:
 			so.Temperature = 0

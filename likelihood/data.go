@@ -219,14 +219,23 @@ func minLength(lengths []int) int {
 // side of its unstable equilibrium the pendulum's iLQG swings up the other way than from π:
 // the nominal then mirrors the data and the likelihood collapses.)
 func meanInitial(trials [][][]float64) []float64 {
-	first := trials[0][0]
+	starts := make([][]float64, len(trials))
+	for j, tr := range trials {
+		starts[j] = tr[0]
+	}
+	return meanStart(starts)
+}
+
+// meanStart is meanInitial of trials whose initial states are starts.
+func meanStart(starts [][]float64) []float64 {
+	first := starts[0]
 	out := make([]float64, len(first))
 	for i := range out {
 		dev := 0.0
-		for _, tr := range trials {
-			dev += tr[0][i] - first[i]
+		for _, x := range starts {
+			dev += x[i] - first[i]
 		}
-		out[i] = first[i] + dev/float64(len(trials))
+		out[i] = first[i] + dev/float64(len(starts))
 	}
 	return out
 }

@@ -87,7 +87,7 @@ func TestSimulateVariantTrials(t *testing.T) {
 		{AgentVariant{Delay: 1}, direct(100, control.SimOptions{Temperature: tau, Delay: 1})},
 		{AgentVariant{NoFeedForward: true}, direct(100, control.SimOptions{Temperature: tau, NoFeedForward: true})},
 	} {
-		got, err := e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, c.v)
+		got, err := e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, nil, seed, c.v)
 		require.NoError(t, err, c.v.String())
 		for r := range trials {
 			for k := range c.want[r] {
@@ -102,7 +102,7 @@ func TestSimulateVariantTrials(t *testing.T) {
 	// feed-forward step towards the optimum of the expected cost; without it the agent acts
 	// differently.
 	assert.Greater(t, maxAbsDiff(ours, direct(100, control.SimOptions{Temperature: tau, NoFeedForward: true})), 1e-4, "the feed-forward term is not a no-op")
-	_, err = e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, seed, AgentVariant{Delay: 2})
+	_, err = e.SimulateVariantTrials([][]float64{append(theta[:len(theta):len(theta)], tau)}, lengths, nil, seed, AgentVariant{Delay: 2})
 	assert.ErrorContains(t, err, "delay of 0 or 1")
 }
 
@@ -116,4 +116,48 @@ func maxAbsDiff(a, b [][][]float64) float64 {
 		}
 	}
 	return d
+}
+
+// TestSimulateAgentFromStarts: trials simulated from their own initial states are the task's
+// agent planned once from their mean initial state (meanInitial, as LinearizeILQG plans) and
+// started at each (control.SimOptions.Starts); starts all at the task's x0 give what nil
+// gives, to the bit.
+func TestSimulateAgentFromStarts(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	e, err := New(m, b, Options{})
+	require.NoError(t, err)
+	theta := spec.Defaults()
+	const seed = 5
+	lengths := []int{spec.Steps, spec.Steps, spec.Steps}
+	x0 := spec.X0
+	starts := [][]float64{{x0[0] + 0.1, x0[1]}, {x0[0] - 0.05, x0[1] + 0.2}, {x0[0], x0[1] - 0.1}}
+	got, err := e.SimulateAgentTrials([][]float64{theta}, lengths, starts, seed)
+	require.NoError(t, err)
+	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	mean := []float64{x0[0] + 0.05/3, x0[1] + 0.1/3}
+	pol, err := sv.Solve([][]float64{theta}, [][]float64{mean})
+	require.NoError(t, err)
+	want, err := control.Simulate(m, pol, [][]float64{theta}, b, control.SimOptions{Observe: control.ObservePartial,
+		Trials: 3, Seed: seed, Temperature: spec.Temperature, Starts: starts})
+	require.NoError(t, err)
+	for r := range lengths {
+		require.Len(t, got[0][r], lengths[r]+1)
+		assert.Equal(t, starts[r], got[0][r][0], "trial %d starts at its own state", r)
+		for k := range got[0][r] {
+			require.InDeltaSlice(t, want[0][r][k], got[0][r][k], 1e-9, "trial %d step %d", r, k)
+		}
+	}
+	plain, err := e.SimulateAgentTrials([][]float64{theta}, lengths, nil, seed)
+	require.NoError(t, err)
+	same, err := e.SimulateAgentTrials([][]float64{theta}, lengths, [][]float64{x0, x0, x0}, seed)
+	require.NoError(t, err)
+	assert.Equal(t, plain, same, "starts at the task's x0 are the default")
+	assert.Greater(t, maxAbsDiff(plain[0], got[0]), 1e-3, "other starts give other trials")
+	_, err = e.SimulateAgentTrials([][]float64{theta}, lengths, starts[:2], seed)
+	assert.ErrorContains(t, err, "2 initial states for 3 trials")
 }

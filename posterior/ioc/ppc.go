@@ -73,7 +73,8 @@ type Check struct {
 
 // Check simulates, at Options().Draws draws of r evenly spread over its pooled chains,
 // Options().Trials trials each: trial j as long as the subject's trial j mod len(trials),
-// starting at the task's initial state, its noise from Options().Seed and the subject's ID.
+// from that trial's initial state (planned from their mean, as the likelihood's agent), its
+// noise from Options().Seed and the subject's ID.
 func (p *Predictive) Check(r Result, trials [][][]float64) (*Check, error) {
 	if r.Err != "" {
 		return nil, fmt.Errorf("subject %s has no draws: %s", r.Subject, r.Err)
@@ -98,11 +99,12 @@ func (p *Predictive) Check(r Result, trials [][][]float64) (*Check, error) {
 		}
 		c.Thetas = append(c.Thetas, th)
 	}
-	lengths := make([]int, p.opts.Trials)
+	lengths, starts := make([]int, p.opts.Trials), make([][]float64, p.opts.Trials)
 	for j := range lengths {
-		lengths[j] = len(trials[j%len(trials)]) - 1
+		tr := trials[j%len(trials)]
+		lengths[j], starts[j] = len(tr)-1, tr[0]
 	}
-	sims, diverged, err := p.s.e.SimulateAgent(c.Thetas, lengths, subjectSeed(p.opts.Seed, r.Subject))
+	sims, diverged, err := p.s.e.SimulateAgent(c.Thetas, lengths, starts, subjectSeed(p.opts.Seed, r.Subject))
 	if err != nil {
 		return nil, fmt.Errorf("subject %s: %w", r.Subject, err)
 	}
