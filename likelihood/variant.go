@@ -28,9 +28,29 @@ type AgentVariant struct {
 
 // ParseAgentVariant reads a variant's name: "ours" (the likelihood's agent), "ours-nonoise"
 // (no policy noise), "iterN" (the planner stopped after N ≥ 1 iterations), "delay1" (a
-// sensorimotor delay of one step) or "nofeedforward" (the noise-free optimum's controls). It
-// returns an error naming the accepted forms otherwise.
+// sensorimotor delay of one step) or "nofeedforward" (the noise-free optimum's controls), or
+// several of the departures joined with "+" (e.g. "ours-nonoise+iter10+nofeedforward", an
+// agent like the JAX reference's), as String writes them. It returns an error naming the
+// accepted forms otherwise.
 func ParseAgentVariant(name string) (AgentVariant, error) {
+	if strings.Contains(name, "+") {
+		var v AgentVariant
+		for _, part := range strings.Split(name, "+") {
+			p, err := ParseAgentVariant(part)
+			if err != nil {
+				return AgentVariant{}, fmt.Errorf("agent %q: %w", name, err)
+			}
+			if p == (AgentVariant{}) || p.NoPolicyNoise && v.NoPolicyNoise || p.PlannerIterations > 0 && v.PlannerIterations > 0 ||
+				p.Delay > 0 && v.Delay > 0 || p.NoFeedForward && v.NoFeedForward {
+				return AgentVariant{}, fmt.Errorf("agent %q: %q joins nothing new (each of ours-nonoise, iterN, delay1 and nofeedforward at most once, without ours)", name, part)
+			}
+			v.NoPolicyNoise = v.NoPolicyNoise || p.NoPolicyNoise
+			v.PlannerIterations = max(v.PlannerIterations, p.PlannerIterations)
+			v.Delay = max(v.Delay, p.Delay)
+			v.NoFeedForward = v.NoFeedForward || p.NoFeedForward
+		}
+		return v, nil
+	}
 	switch {
 	case name == "ours":
 		return AgentVariant{}, nil
@@ -47,7 +67,7 @@ func ParseAgentVariant(name string) (AgentVariant, error) {
 	case name == "nofeedforward":
 		return AgentVariant{NoFeedForward: true}, nil
 	}
-	return AgentVariant{}, fmt.Errorf("unknown agent %q: use ours, ours-nonoise, iterN (N >= 1), delay1 or nofeedforward", name)
+	return AgentVariant{}, fmt.Errorf("unknown agent %q: use ours, ours-nonoise, iterN (N >= 1), delay1 or nofeedforward, or several joined with +", name)
 }
 
 // ParseAgentVariants reads a comma-separated list of ParseAgentVariant's names, each at most
@@ -70,7 +90,7 @@ func ParseAgentVariants(list string) ([]AgentVariant, error) {
 }
 
 // String returns the variant's name as ParseAgentVariant reads it; a variant that combines
-// departures joins their names with "+" (not parsed).
+// departures joins their names with "+".
 func (v AgentVariant) String() string {
 	var parts []string
 	if v.NoPolicyNoise {

@@ -27,6 +27,11 @@ func TestParseAgentVariant(t *testing.T) {
 		{"iterx", AgentVariant{}, "N >= 1"},
 		{"delay2", AgentVariant{}, "unknown agent"},
 		{"ref", AgentVariant{}, "unknown agent"},
+		{"ours-nonoise+iter10+nofeedforward", AgentVariant{NoPolicyNoise: true, PlannerIterations: 10, NoFeedForward: true}, ""},
+		{"ours-nonoise+delay1", AgentVariant{NoPolicyNoise: true, Delay: 1}, ""},
+		{"iter3+iter10", AgentVariant{}, "joins nothing new"},
+		{"ours+iter3", AgentVariant{}, "joins nothing new"},
+		{"iter3+ref", AgentVariant{}, "unknown agent"},
 	} {
 		v, err := ParseAgentVariant(c.name)
 		if c.err != "" {
