@@ -46,7 +46,7 @@ func TestCLIFitResumeOtherSettings(t *testing.T) {
 		{"fitted parameters", []string{"--infer", "action_cost"},
 			[]string{"fitted parameters: action_cost,motor_noise,obs_noise,temperature in the file, action_cost now"}},
 		{"fixed temperature", []string{"--temperature", "task"}, []string{"fitted parameters: ", "in the file, action_cost,motor_noise,obs_noise now"}},
-		{"uncertainty", []string{"--uncertainty", "hessian"}, []string{"uncertainty: bootstrap 20x1 ours,ours-nonoise,iter10,nofeedforward in the file, hessian now"}},
+		{"uncertainty", []string{"--uncertainty", "hessian"}, []string{"uncertainty: bootstrap 25x1 ours,ours-nonoise,iter10,nofeedforward,ours-nonoise+iter10+nofeedforward in the file, hessian now"}},
 		{"several", []string{"--seed", "3", "--restarts", "4"}, []string{"restarts: 2 in the file, 4 now", "seed: 1 in the file, 3 now"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
