@@ -31,10 +31,10 @@ const (
 // reference's agent has them (since 2026-11-25: its estimates' shift is not any one
 // departure's, and without it the intervals on the reference's fully observed navigation data
 // covered 0.87–0.90; docs/intervals.md, "An agent like the reference's"). The planner stopped
-// after 3 iterations is left out: on
-// navigation, whose planner needs about 7, it moves the estimates by far more than the
-// reference's agent's data are off and widens the intervals of our own agent's data threefold;
-// the delayed agent too, for the same reason (docs/intervals.md).
+// after 3 iterations is left out: on navigation, whose planner needs about 7, it moves the
+// estimates by far more than the reference's agent's data are off and widens the intervals of
+// our own agent's data threefold; the delayed agent too, for the same reason
+// (docs/intervals.md).
 const DefaultBootstrapAgentNames = "ours,ours-nonoise,iter10,nofeedforward,ours-nonoise+iter10+nofeedforward"
 
 // DefaultBootstrapAgents returns the agents of DefaultBootstrapAgentNames.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
@@ -52,25 +51,18 @@ func TestCheckQuietOnOurAgentWarnsOnReference(t *testing.T) {
 // (likelihood.SimulateAgent's starts; the bootstrap's start there too). Simulated from the
 // task's x0, as before 2026-11-25, they flagged this subject: z −4.05, p 0.0009.
 func TestCheckFromTheSubjectsStarts(t *testing.T) {
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
 	m, err := models.Get("reaching")
 	require.NoError(t, err)
 	spec := m.Spec()
-	truth := spec.Defaults()
 	const trials = 50
 	starts := make([][]float64, trials)
 	for j := range starts {
 		starts[j] = append([]float64{spec.X0[0] + 0.4*(float64(j)/(trials-1)-0.5)}, spec.X0[1:]...)
 	}
-	sv, err := control.NewSolver(m, spec.Steps, b, control.SolverOptions{Planner: spec.Planner})
-	require.NoError(t, err)
-	pol, err := sv.Solve([][]float64{truth}, [][]float64{spec.X0}) // the starts' mean is x0
-	require.NoError(t, err)
-	xs, err := control.Simulate(m, pol, [][]float64{truth}, b, control.SimOptions{Trials: trials, Seed: 3, Temperature: spec.Temperature, Starts: starts})
-	require.NoError(t, err)
+	// The starts' mean is x0, from which simulateAt's agent plans.
+	xs := simulateAt(t, "reaching", spec.Defaults(), 0, control.SimOptions{Trials: trials, Seed: 3, Temperature: spec.Temperature, Starts: starts})
 	f := newFitter(t, "reaching", likelihood.Options{FitTemperature: true}, Options{Restarts: 6, Seed: 1, CheckDraws: DefaultCheckDraws})
-	r := fitAll(t, f, []Subject{{ID: "spread", Trials: xs[0]}})["spread"]
+	r := fitAll(t, f, []Subject{{ID: "spread", Trials: xs}})["spread"]
 	require.Empty(t, r.Err)
 	require.NotNil(t, r.Check, r.CheckErr)
 	t.Logf("loglik %.1f sims %.1f ± %.1f z %.2f p %.3g", r.LogLik, r.Check.SimMean, r.Check.SimSD, r.Check.Z, r.Check.P)
