@@ -7,7 +7,8 @@
 // data.csv with the same (uniform) prior. For every set and parameter it ranks the truth among
 // L draws thinned evenly from the posterior draws, and reports per parameter a chi-square
 // test of uniformity of the ranks over 10 bins, the coverage of the 90 % central credible
-// interval, and the coverage of the Laplace 95 % and 90 % intervals (θ̂ ± z·SE in the fitting
+// interval and its median width (in the fits' scale: decades for log10 parameters), and the
+// coverage of the Laplace 95 % and 90 % intervals (θ̂ ± z·SE in the fitting
 // scale), with fit's standard errors (robust by default) and, where the fits hold them, the
 // inverse Hessian's. See docs/posterior.md, "Posterior", for the commands.
 //
@@ -24,10 +25,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/nioc-gpu/nioc-gpu/posterior"
@@ -53,7 +56,7 @@ func main() {
 }
 
 func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) error {
-	names, truth, err := readTable(filepath.Join(evalDir, "truth.csv"), "set")
+	names, truth, err := readTable(filepath.Join(evalDir, "truth.csv"), "set", "subject") // eval's, robustness.py's
 	if err != nil {
 		return err
 	}
@@ -78,14 +81,15 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 		return fmt.Errorf("no set of %s has posterior draws in %s", evalDir, strings.Join(posts, ", "))
 	}
 	fmt.Fprintf(w, "%d sets with posterior draws; truth ranked among %d thinned draws; 10 bins\n\n", len(sets), thin)
-	fmt.Fprintln(w, "| parameter | rank χ² (9 dof) | p | 90 % credible coverage | Laplace 95 % coverage | Laplace 90 % coverage | Laplace 95 % / 90 %, Hessian SE | fits without SE |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| parameter | rank χ² (9 dof) | p | 90 % credible coverage | its median width | Laplace 95 % coverage | Laplace 90 % coverage | Laplace 95 % / 90 %, Hessian SE | fits without SE |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for k, name := range names {
 		if len(draws[sets[0]][name]) == 0 {
-			fmt.Fprintf(w, "| %s | not sampled | | | | | | |\n", name)
+			fmt.Fprintf(w, "| %s | not sampled | | | | | | | |\n", name)
 			continue
 		}
 		var ranks []int
+		var widths []float64 // of the 90 % credible intervals, in the fits' scale (natural without a fit)
 		var cover90, lap95, lap90, hess95, hess90, nHess, noSE, nFit int
 		for _, s := range sets {
 			d := draws[s][name]
@@ -99,6 +103,11 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 				cover90++
 			}
 			f, ok := fits[s]
+			if ok && f.Scale[name] == "log10" {
+				widths = append(widths, math.Log10(hi)-math.Log10(lo))
+			} else {
+				widths = append(widths, hi-lo)
+			}
 			if !ok {
 				continue
 			}
@@ -134,8 +143,10 @@ func run(evalDir string, posts []string, fitPath string, thin int, w io.Writer) 
 		if nHess > 0 {
 			hess = fmt.Sprintf("%.1f %% / %.1f %%", 100*float64(hess95)/float64(nHess), 100*float64(hess90)/float64(nHess))
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.1f %% | %.1f %% | %.1f %% | %s | %d of %d |\n", name, chi2, p,
-			100*float64(cover90)/n, 100*float64(lap95)/float64(max(nFit, 1)), 100*float64(lap90)/float64(max(nFit, 1)), hess, noSE, nFit)
+		sort.Float64s(widths)
+		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.1f %% | %.4g | %.1f %% | %.1f %% | %s | %d of %d |\n", name, chi2, p,
+			100*float64(cover90)/n, stat.Quantile(0.5, stat.Empirical, widths, nil), 100*float64(lap95)/float64(max(nFit, 1)),
+			100*float64(lap90)/float64(max(nFit, 1)), hess, noSE, nFit)
 	}
 	return nil
 }
@@ -176,15 +187,15 @@ func uniformity(ranks []int, l, bins int) (chi2, p float64) {
 	return chi2, distuv.ChiSquared{K: float64(bins - 1)}.Survival(chi2)
 }
 
-// readTable reads a CSV with a key column and numeric columns: the column names and the
-// rows by key.
-func readTable(path, key string) ([]string, map[string][]float64, error) {
+// readTable reads a CSV with a key column (named one of keys) and numeric columns: the
+// column names and the rows by key.
+func readTable(path string, keys ...string) ([]string, map[string][]float64, error) {
 	rows, err := readCSV(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(rows) < 2 || rows[0][0] != key {
-		return nil, nil, fmt.Errorf("%s: want a header starting with %q and rows", path, key)
+	if len(rows) < 2 || !slices.Contains(keys, rows[0][0]) {
+		return nil, nil, fmt.Errorf("%s: want a header starting with %q and rows", path, strings.Join(keys, `" or "`))
 	}
 	out := map[string][]float64{}
 	for i, r := range rows[1:] {

@@ -234,6 +234,26 @@ func TestCLISample(t *testing.T) {
 		r = cliSample(t, data, out, "--init", fitOut, "--temperature", "fit", "--infer", "action_cost,temperature")
 		assert.Contains(t, r.stderr, "holds no estimate of temperature: those chains start over-dispersed")
 	})
+
+	t.Run("--adjust bootstrap", func(t *testing.T) {
+		// The likelihood moved and widened to fit's default (bootstrap) intervals.
+		tmp := t.TempDir()
+		long := cliSimulate(t, tmp, "long.csv", "--task", "linear", "--trials", "20", "--steps", "5", "--seed", "4")
+		fitOut := filepath.Join(tmp, "fit.jsonl")
+		cliOK(t, "fit", "--task", "linear", "--temperature", "task", "--restarts", "2", "--quiet", "--data", long, "--out", fitOut)
+		rec := cliJSONLines(t, cliLines(t, fitOut)[0])[0]
+		require.Contains(t, rec, "bootstrap", "the default fit ran the bootstrap")
+		out := filepath.Join(tmp, "post")
+		cliSample(t, long, out, "--adjust", "bootstrap", "--init", fitOut)
+		sum := cliSummary(t, out)
+		assert.Equal(t, "bootstrap", sum["run"].(map[string]any)["adjust"])
+		subj := cliSummarySubjects(t, sum)["1"]
+		assert.Equal(t, "bootstrap", subj["adjustment"])
+		ratios := subj["adjustment_sd_ratio"].(map[string]any)
+		for _, p := range params {
+			assert.GreaterOrEqual(t, cliFinite(t, ratios[p], p), 1.0, p)
+		}
+	})
 }
 
 func TestCLISampleResume(t *testing.T) {
@@ -310,6 +330,14 @@ func TestCLISampleErrors(t *testing.T) {
 	lines := cliLines(t, fitOut)
 	one := cliWriteFile(t, dir, "one.jsonl", lines[0]+"\n")
 	missing := map[string]string{"1": "2", "2": "1"}[cliJSONLines(t, lines[0])[0]["subject"].(string)]
+	var robust strings.Builder // the fits as without their bootstrap (--uncertainty robust)
+	for _, rec := range cliJSONLines(t, string(mustRead(t, fitOut))) {
+		delete(rec, "bootstrap")
+		b, err := json.Marshal(rec)
+		require.NoError(t, err)
+		robust.Write(append(b, '\n'))
+	}
+	noBootstrap := cliWriteFile(t, dir, "robust.jsonl", robust.String())
 	before := cliHash(t, data)
 	for _, tc := range []struct {
 		name string
@@ -344,7 +372,10 @@ func TestCLISampleErrors(t *testing.T) {
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
 		{"--init of another task", []string{"--init", other}, 1, []string{"--init: " + other + " holds fits of task pendulum", "not of task linear"}},
 		{"unknown metric", []string{"--metric", "unit"}, 2, []string{`unknown --metric "unit": want dense or diag`}},
-		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want curvature or none`}},
+		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want curvature, bootstrap or none`}},
+		{"--adjust bootstrap without --init", []string{"--adjust", "bootstrap"}, 2, []string{"--adjust bootstrap needs --init FIT.jsonl"}},
+		{"--adjust bootstrap from fits without it", []string{"--adjust", "bootstrap", "--init", noBootstrap}, 1,
+			[]string{"--adjust bootstrap: subject 1's fit in " + noBootstrap + " ran no parametric bootstrap"}},
 		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs optimize, dispersed or a results file"}},
 		{"--init missing", []string{"--init", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"--init not a results file", []string{"--init", data}, 1, []string{data, "not a results record"}},

@@ -39,7 +39,7 @@ func (f *samplerFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the chains (with each subject's ID)")
 	fs.StringVar(&f.prior, "prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
 	fs.StringVar(&f.init, "init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
-	fs.StringVar(&f.adjust, "adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter) or none (as it is: too narrow where the likelihood approximates the agent)")
+	fs.StringVar(&f.adjust, "adjust", ioc.AdjustCurvature, "the likelihood sampled: curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter), bootstrap (as curvature, but to the covariance of fit's default intervals, re-centred by its bootstrap's bias: needs --init with fit's default results; for subjects who may not be the likelihood's agent, docs/posterior.md) or none (as it is: too narrow where the likelihood approximates the agent)")
 	fs.BoolVar(&f.force, "force", false, "replace the outputs in --out")
 	fs.IntVar(&f.together, "together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	fs.IntVar(&f.maxDepth, "max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
@@ -83,7 +83,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return runSamplePopulation(args, stdout, stderr)
 		}
 	}
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust curvature|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] [--max-memory auto|SIZE] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust curvature|bootstrap|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] [--max-memory auto|SIZE] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -137,6 +137,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	start, fromFit, err := f.start()
 	if err != nil {
 		return err
+	}
+	if f.adjust == ioc.AdjustBootstrap && !fromFit {
+		return usagef("--adjust bootstrap needs --init FIT.jsonl: the results of nioc-gpu fit (its default --uncertainty bootstrap) on the same data")
 	}
 	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense",
 		MaxDepth: f.maxDepth, TargetAccept: f.targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,

@@ -3,6 +3,7 @@ package ioc
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -23,14 +24,33 @@ const (
 	AdjustCurvature = "curvature"
 	// AdjustNone samples the likelihood as it is.
 	AdjustNone = "none"
+
+	// AdjustBootstrap samples ℓ_adj(θ) = ℓ(θ̂ + C(θ − m)), centred at the bias-corrected
+	// estimate m = θ̂ − Bias of fit's parametric bootstrap (fit.Bootstrap; the estimates of
+	// Options.Init must come from it, fit's default --uncertainty bootstrap), with C chosen so
+	// that ℓ_adj's curvature at m is the inverse of Σ = D R D: R the correlations of the
+	// sandwich H⁻¹ J H⁻¹ (of H⁻¹ where J cannot be estimated) and D each parameter's bootstrap
+	// standard error times t/z, the ratio of the 97.5 % quantiles of its interval's Student t
+	// and of the normal, so that ℓ_adj's normal approximation has fit's 95 % interval. The
+	// bootstrap's refits include agents other than the likelihood's own; where the subject is
+	// not the likelihood's agent its posterior is then as wide as fit's default intervals,
+	// which cover the truth on other agents' data (docs/intervals.md), where the curvature
+	// adjustment's do not. As for AdjustCurvature, ℓ's shape is kept and it is never narrowed.
+	AdjustBootstrap = "bootstrap"
 )
 
-// adjustment maps a point θ of the sampled parameters (fitting scale) to θ̂ + C(θ − θ̂), where
-// the likelihood is evaluated, and pulls the gradient there back to θ (Cᵀ g).
+// errNeedsInit: AdjustBootstrap was asked for without the fits it starts from.
+var errNeedsInit = fmt.Errorf("--adjust %s needs --init FIT.jsonl: the results of fit with its default --uncertainty bootstrap", AdjustBootstrap)
+
+// adjustment maps a point θ of the sampled parameters (fitting scale) to θ̂ + C(θ − m), where
+// the likelihood is evaluated, and pulls the gradient there back to θ (Cᵀ g): θ̂ the
+// likelihood's maximum (center), m where the adjusted likelihood's maximum lies (mode: θ̂
+// itself for the curvature adjustment, θ̂ − Bias for the bootstrap's).
 type adjustment struct {
-	center  []float64
-	C       *mat.Dense
-	sdRatio []float64 // adjusted over unadjusted marginal standard deviation, per parameter (Result.SDRatio)
+	kind         string // AdjustCurvature or AdjustBootstrap
+	center, mode []float64
+	C            *mat.Dense
+	sdRatio      []float64 // adjusted over unadjusted marginal standard deviation, per parameter (Result.SDRatio)
 }
 
 // newAdjustment returns the curvature adjustment at center for the Hessian H of the negative
@@ -49,20 +69,11 @@ func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 	if len(H) != p || len(J) != p {
 		return nil, fmt.Errorf("curvature adjustment: %d parameters, Hessian %d×%d, score covariance %d×%d", p, len(H), len(H), len(J), len(J))
 	}
-	sym := func(A [][]float64) *mat.SymDense {
-		S := mat.NewSymDense(p, nil)
-		for a := range p {
-			for c := a; c < p; c++ {
-				S.SetSym(a, c, (A[a][c]+A[c][a])/2)
-			}
-		}
-		return S
-	}
 	var cH, cJ mat.Cholesky
-	if !cH.Factorize(sym(H)) {
+	if !cH.Factorize(symOf(H)) {
 		return nil, fmt.Errorf("the Hessian of the likelihood at its maximum is not positive definite")
 	}
-	if !cJ.Factorize(sym(J)) {
+	if !cJ.Factorize(symOf(J)) {
 		return nil, fmt.Errorf("the covariance of the trials' scores is not positive definite")
 	}
 	var L mat.TriDense
@@ -73,9 +84,71 @@ func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 		return nil, fmt.Errorf("curvature adjustment: %v", err)
 	}
 	W.Mul(L.T(), &JiL)
+	return whitenedAdjustment(AdjustCurvature, center, center, symOf(H), &L, &W)
+}
+
+// newBootstrapAdjustment returns the bootstrap's adjustment (AdjustBootstrap) at center θ̂,
+// its maximum moved to mode m = θ̂ − Bias, for the Hessian H of the negative log-likelihood,
+// the covariance J of the total score (nil where it cannot be estimated) and sd, D's entries:
+// the bootstrap's standard errors times t/z. The adjusted curvature is Σ⁻¹, Σ = D R D with R
+// the correlations of H⁻¹ J H⁻¹ (or H⁻¹), clipped as newAdjustment's so that it is never more
+// than H in any direction. It returns an error when H or J is not positive definite or an sd
+// is not positive and finite.
+func newBootstrapAdjustment(center, mode, sd []float64, H, J [][]float64) (*adjustment, error) {
+	p := len(center)
+	if len(mode) != p || len(sd) != p || len(H) != p || (J != nil && len(J) != p) {
+		return nil, fmt.Errorf("bootstrap adjustment: %d parameters, %d modes, %d standard errors, Hessian %d×%d", p, len(mode), len(sd), len(H), len(H))
+	}
+	for k, v := range sd {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("bootstrap adjustment: standard error %d is %g", k, v)
+		}
+	}
+	var cH mat.Cholesky
+	if !cH.Factorize(symOf(H)) {
+		return nil, fmt.Errorf("the Hessian of the likelihood at its maximum is not positive definite")
+	}
+	var S mat.Dense // the sandwich H⁻¹ J H⁻¹, or H⁻¹
+	var Hi mat.SymDense
+	if err := cH.InverseTo(&Hi); err != nil {
+		return nil, fmt.Errorf("bootstrap adjustment: %v", err)
+	}
+	S.CloneFrom(&Hi)
+	if J != nil {
+		var cJ mat.Cholesky
+		if !cJ.Factorize(symOf(J)) {
+			return nil, fmt.Errorf("the covariance of the trials' scores is not positive definite")
+		}
+		S.Product(&Hi, symOf(J), &Hi)
+	}
+	Sigma := mat.NewSymDense(p, nil) // D R D
+	for a := range p {
+		for c := a; c < p; c++ {
+			r := S.At(a, c) / math.Sqrt(S.At(a, a)*S.At(c, c))
+			Sigma.SetSym(a, c, sd[a]*r*sd[c])
+		}
+	}
+	if !new(mat.Cholesky).Factorize(Sigma) {
+		return nil, fmt.Errorf("bootstrap adjustment: the target covariance is not positive definite")
+	}
+	var L mat.TriDense
+	cH.LTo(&L)
+	// W = L⁻¹ Σ⁻¹ L⁻ᵀ = (Lᵀ Σ L)⁻¹.
+	var LtSL, W mat.Dense
+	LtSL.Product(L.T(), Sigma, &L)
+	if err := W.Inverse(&LtSL); err != nil {
+		return nil, fmt.Errorf("bootstrap adjustment: %v", err)
+	}
+	return whitenedAdjustment(AdjustBootstrap, center, mode, symOf(H), &L, &W)
+}
+
+// whitenedAdjustment returns the adjustment of kind with C = L⁻ᵀ Q Λ'^½ Qᵀ Lᵀ for the target
+// curvature's whitened form W = L⁻¹ P L⁻ᵀ = Q Λ Qᵀ (H = L Lᵀ) and Λ' = min(Λ, 1).
+func whitenedAdjustment(kind string, center, mode []float64, H *mat.SymDense, L *mat.TriDense, W *mat.Dense) (*adjustment, error) {
+	p := len(center)
 	var eig mat.EigenSym
-	if !eig.Factorize(sym(denseRows(&W)), true) {
-		return nil, fmt.Errorf("curvature adjustment: eigendecomposition failed")
+	if !eig.Factorize(symOf(denseRows(W)), true) {
+		return nil, fmt.Errorf("%s adjustment: eigendecomposition failed", kind)
 	}
 	lambda := eig.Values(nil)
 	var Q mat.Dense
@@ -88,23 +161,35 @@ func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 	R.Product(&Q, root, Q.T()) // Q Λ'^½ Qᵀ
 	LtR.Mul(&R, L.T())
 	if err := C.Solve(L.T(), &LtR); err != nil { // Lᵀ C = Q Λ'^½ Qᵀ Lᵀ
-		return nil, fmt.Errorf("curvature adjustment: %v", err)
+		return nil, fmt.Errorf("%s adjustment: %v", kind, err)
 	}
 	// The marginal standard deviations' ratio, adjusted over unadjusted: the adjusted
 	// likelihood's covariance is C⁻¹ H⁻¹ C⁻ᵀ.
 	var Hi, Ci, adjCov mat.Dense
-	if err := Hi.Inverse(sym(H)); err != nil {
-		return nil, fmt.Errorf("curvature adjustment: %v", err)
+	if err := Hi.Inverse(H); err != nil {
+		return nil, fmt.Errorf("%s adjustment: %v", kind, err)
 	}
 	if err := Ci.Inverse(&C); err != nil {
-		return nil, fmt.Errorf("curvature adjustment: %v", err)
+		return nil, fmt.Errorf("%s adjustment: %v", kind, err)
 	}
 	adjCov.Product(&Ci, &Hi, Ci.T())
 	ratio := make([]float64, p)
 	for k := range ratio {
 		ratio[k] = math.Sqrt(adjCov.At(k, k) / Hi.At(k, k))
 	}
-	return &adjustment{center: append([]float64(nil), center...), C: &C, sdRatio: ratio}, nil
+	return &adjustment{kind: kind, center: slices.Clone(center), mode: slices.Clone(mode), C: &C, sdRatio: ratio}, nil
+}
+
+// symOf returns the symmetric part of A as a SymDense.
+func symOf(A [][]float64) *mat.SymDense {
+	p := len(A)
+	S := mat.NewSymDense(p, nil)
+	for a := range p {
+		for c := a; c < p; c++ {
+			S.SetSym(a, c, (A[a][c]+A[c][a])/2)
+		}
+	}
+	return S
 }
 
 func denseRows(A *mat.Dense) [][]float64 {
@@ -119,14 +204,14 @@ func denseRows(A *mat.Dense) [][]float64 {
 	return out
 }
 
-// apply returns θ̂ + C(x − θ̂).
+// apply returns θ̂ + C(x − m).
 func (a *adjustment) apply(x []float64) []float64 {
 	p := len(x)
 	out := make([]float64, p)
 	for i := range p {
 		out[i] = a.center[i]
 		for j := range p {
-			out[i] += a.C.At(i, j) * (x[j] - a.center[j])
+			out[i] += a.C.At(i, j) * (x[j] - a.mode[j])
 		}
 	}
 	return out

@@ -53,8 +53,9 @@ type Options struct {
 	// DefaultClimbIter.
 	ClimbIter int
 	// Adjust is how the likelihood is calibrated before it is sampled: AdjustCurvature ("" means
-	// it) or AdjustNone. The adjustment is centred at the best climb's end or, with Init, at
-	// the subject's estimate; with StartDispersed the climbs are run for it alone.
+	// it), AdjustBootstrap or AdjustNone. The adjustment is centred at the best climb's end or,
+	// with Init, at the subject's estimate; with StartDispersed the climbs are run for it
+	// alone. AdjustBootstrap needs Init, each estimate with its bootstrap (Estimate.Bias).
 	Adjust string
 
 	// MaxBatch bounds rows × trials per graph run; 0 means likelihood.DefaultMaxBatch.
@@ -71,6 +72,10 @@ type Options struct {
 type Estimate struct {
 	Scaled map[string]float64 // parameters in their fitting scale
 	StdErr map[string]float64 // their standard errors in the fitting scale, where known
+	// Bias and DOF are the parametric bootstrap's estimated bias (fitting scale) and the
+	// degrees of freedom of each interval's Student t (fit.Bootstrap), where the fit ran one;
+	// StdErr is then the bootstrap's. AdjustBootstrap needs them.
+	Bias, DOF map[string]float64
 	// DataDigest is the data the estimate was fitted to (fit.Record.DataDigest); empty where
 	// the results file does not say.
 	DataDigest string
@@ -135,9 +140,9 @@ func New(e *likelihood.Evaluator, opts Options) (*Sampler, error) {
 	switch opts.Adjust {
 	case "":
 		opts.Adjust = AdjustCurvature
-	case AdjustCurvature, AdjustNone:
+	case AdjustCurvature, AdjustNone, AdjustBootstrap:
 	default:
-		return nil, fmt.Errorf("unknown adjustment %q: want %s or %s", opts.Adjust, AdjustCurvature, AdjustNone)
+		return nil, fmt.Errorf("unknown adjustment %q: want %s, %s or %s", opts.Adjust, AdjustCurvature, AdjustBootstrap, AdjustNone)
 	}
 	if opts.ClimbIter == 0 {
 		opts.ClimbIter = DefaultClimbIter
@@ -214,8 +219,8 @@ type Result struct {
 	Divergences        int // divergent draws over all chains
 	TreeDepthSaturated int // draws whose trajectory reached the maximum tree depth
 	MaxDepth           int // the maximum tree depth
-	// Adjustment says what likelihood was sampled: AdjustCurvature, or AdjustNone, with why
-	// after a colon where the curvature adjustment was asked for but could not be made.
+	// Adjustment says what likelihood was sampled: AdjustCurvature, AdjustBootstrap, or
+	// AdjustNone, with why after a colon where an adjustment was asked for but could not be made.
 	Adjustment string
 	// SDRatio is, per sampled parameter, the factor (≥ 1) by which the adjustment widened the
 	// likelihood's marginal standard deviation at the maximum; nil without an adjustment.
@@ -245,6 +250,9 @@ type Result struct {
 func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func([]Result) error) error {
 	if len(subjects) == 0 {
 		return nil
+	}
+	if s.opts.Adjust == AdjustBootstrap && s.opts.Init == nil {
+		return errNeedsInit
 	}
 	trials := 0
 	for _, sub := range subjects {
@@ -280,7 +288,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 			for g, sub := range batch {
 				inits[g] = s.initialPoints(sub.ID)
 			}
-			if s.opts.Adjust == AdjustCurvature {
+			if s.opts.Adjust != AdjustNone {
 				var err error
 				if fits, err = s.laplaceAtInit(ctx, batch); err != nil {
 					return err
@@ -419,7 +427,7 @@ func (s *Sampler) result(sub fit.Subject, chains []posterior.Chain, adj *adjustm
 	r := Result{Subject: sub.ID, DataDigest: data.Digest(sub.Trials), Trials: len(sub.Trials), Names: s.sel.Names(), Chains: chains, MaxDepth: s.opts.MaxDepth,
 		Adjustment: AdjustNone}
 	if adj != nil {
-		r.Adjustment, r.SDRatio = AdjustCurvature, adj.sdRatio
+		r.Adjustment, r.SDRatio = adj.kind, adj.sdRatio
 	} else if note != "" {
 		r.Adjustment = AdjustNone + ": " + note
 	}

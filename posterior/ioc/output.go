@@ -57,7 +57,7 @@ type Run struct {
 	Held            map[string]float64 `json:"held,omitempty"`   // the other parameters, natural units
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
 	Init            string             `json:"init,omitempty"`   // where the chains started: optimize, dispersed or a fit's results file
-	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature or none (Options.Adjust)
+	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature, bootstrap or none (Options.Adjust)
 	// TaskDigest identifies the task's definition (models.Digest) and Version the nioc-gpu
 	// that wrote the summary; both absent in summaries of earlier versions, and then not
 	// compared by Differences.
@@ -195,7 +195,7 @@ type SubjectJSON struct {
 	TreeDepthSaturated int                  `json:"tree_depth_saturated"`
 	EBFMI              []Float              `json:"ebfmi,omitempty"` // per chain
 	// Adjustment is the likelihood sampled (Result.Adjustment) and AdjustmentSDRatio, per
-	// parameter, the factor by which the curvature adjustment widened it (Result.SDRatio).
+	// parameter, the factor by which the adjustment widened it (Result.SDRatio).
 	Adjustment        string           `json:"adjustment"`
 	AdjustmentSDRatio map[string]Float `json:"adjustment_sd_ratio,omitempty"`
 	StepSize          []Float          `json:"step_size,omitempty"` // per chain, after warm-up

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/nioc-gpu/nioc-gpu/fit"
 )
 
@@ -131,17 +133,18 @@ func (s *Sampler) laplaceAtInit(ctx context.Context, batch []fit.Subject) ([]fit
 	return out, nil
 }
 
-// adjustments returns, for each subject of batch, its likelihood's curvature adjustment from
-// its fit (nil where Options.Adjust is AdjustNone or the fit allows none) and, where one was
-// asked for but cannot be made, why.
+// adjustments returns, for each subject of batch, its likelihood's adjustment from its fit
+// (nil where Options.Adjust is AdjustNone or the fit allows none) and, where one was asked
+// for but cannot be made, why.
 func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjustment, []string) {
 	adj, notes := make([]*adjustment, len(batch)), make([]string, len(batch))
-	if s.opts.Adjust != AdjustCurvature {
+	if s.opts.Adjust == AdjustNone {
 		return adj, notes
 	}
 	names := s.sel.Names()
 	for g := range batch {
 		r := fits[g]
+		bootstrap := s.opts.Adjust == AdjustBootstrap
 		switch {
 		case r.Err != "":
 			notes[g] = "no fit to centre it on: " + r.Err
@@ -149,7 +152,7 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 		case r.Hessian == nil || !r.HessianPD:
 			notes[g] = "the Hessian at the best climb's end is not positive definite"
 			continue
-		case r.ScoreCov == nil:
+		case r.ScoreCov == nil && !bootstrap:
 			notes[g] = fmt.Sprintf("too few trials (%d) to estimate the scores' covariance: %d per sampled parameter are needed", len(batch[g].Trials), fit.MinRobustTrials)
 			continue
 		}
@@ -157,7 +160,13 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 		for k, name := range names {
 			center[k] = r.Scaled[name]
 		}
-		a, err := newAdjustment(center, r.Hessian, r.ScoreCov)
+		var a *adjustment
+		var err error
+		if bootstrap {
+			a, err = s.bootstrapAdjustment(batch[g].ID, center, r)
+		} else {
+			a, err = newAdjustment(center, r.Hessian, r.ScoreCov)
+		}
 		if err != nil {
 			notes[g] = err.Error()
 			continue
@@ -165,4 +174,24 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 		adj[g] = a
 	}
 	return adj, notes
+}
+
+// bootstrapAdjustment returns subject id's AdjustBootstrap adjustment at center from the
+// bootstrap of its estimate in Options.Init and the Laplace approximation r there.
+func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result) (*adjustment, error) {
+	est := s.opts.Init[id]
+	names := s.sel.Names()
+	mode, sd := make([]float64, len(names)), make([]float64, len(names))
+	for k, name := range names {
+		bias, okB := est.Bias[name]
+		se, okS := est.StdErr[name]
+		if !okB || !okS {
+			return nil, fmt.Errorf("the estimate's fit has no parametric bootstrap of %s (fit --uncertainty bootstrap, its default)", name)
+		}
+		mode[k], sd[k] = center[k]-bias, se
+		if dof, ok := est.DOF[name]; ok && dof > 0 {
+			sd[k] *= distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975) / distuv.UnitNormal.Quantile(0.975)
+		}
+	}
+	return newBootstrapAdjustment(center, mode, sd, r.Hessian, r.ScoreCov)
 }

@@ -1,6 +1,7 @@
 package ioc
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/nioc-gpu/nioc-gpu/data"
@@ -28,8 +29,12 @@ func (s *Sampler) WithInit(path string, subjects []string) (sampler *Sampler, ab
 		return nil, nil, nil, err
 	}
 	digests = map[string]string{}
-	for id, est := range init {
+	for _, id := range subjects {
+		est := init[id]
 		digests[id] = est.DataDigest
+		if s.opts.Adjust == AdjustBootstrap && est.Bias == nil {
+			return nil, nil, nil, fmt.Errorf("--adjust %s: subject %s's fit in %s ran no parametric bootstrap; fit it with fit's default --uncertainty bootstrap", AdjustBootstrap, id, path)
+		}
 	}
 	o := s.opts
 	o.Init = init
