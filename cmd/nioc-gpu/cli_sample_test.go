@@ -253,6 +253,11 @@ func TestCLISample(t *testing.T) {
 		for _, p := range params {
 			assert.GreaterOrEqual(t, cliFinite(t, ratios[p], p), 1.0, p)
 		}
+		// By default (auto) too, since the fit ran the bootstrap: the same draws.
+		auto := filepath.Join(tmp, "auto")
+		cliSample(t, long, auto, "--init", fitOut)
+		assert.Equal(t, "bootstrap", cliSummary(t, auto)["run"].(map[string]any)["adjust"])
+		assert.Equal(t, mustRead(t, filepath.Join(out, "draws.csv")), mustRead(t, filepath.Join(auto, "draws.csv")))
 	})
 }
 
@@ -372,7 +377,7 @@ func TestCLISampleErrors(t *testing.T) {
 		{"unknown method", []string{"--method", "irl"}, 2, []string{`unknown --method "irl"`}},
 		{"--init of another task", []string{"--init", other}, 1, []string{"--init: " + other + " holds fits of task pendulum", "not of task linear"}},
 		{"unknown metric", []string{"--metric", "unit"}, 2, []string{`unknown --metric "unit": want dense or diag`}},
-		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want curvature, bootstrap or none`}},
+		{"unknown adjustment", []string{"--adjust", "magnitude"}, 2, []string{`unknown adjustment "magnitude": want auto, curvature, bootstrap or none`}},
 		{"--adjust bootstrap without --init", []string{"--adjust", "bootstrap"}, 2, []string{"--adjust bootstrap needs --init FIT.jsonl"}},
 		{"--adjust bootstrap from fits without it", []string{"--adjust", "bootstrap", "--init", noBootstrap}, 1,
 			[]string{"--adjust bootstrap: subject 1's fit in " + noBootstrap + " ran no parametric bootstrap"}},

@@ -171,7 +171,7 @@ func TestAdjustedPosteriorAgainstQuadrature(t *testing.T) {
 	opts := Options{Chains: 4, Warmup: 30, Draws: 20, Seed: 5, Fix: map[string]float64{"motor_noise": 0.05, "obs_noise": 0.2}}
 	s, err := New(e, opts)
 	require.NoError(t, err)
-	require.Equal(t, AdjustCurvature, s.Options().Adjust, "the default")
+	require.Equal(t, AdjustAuto, s.Options().Adjust, "the default: curvature without a bootstrap")
 	r := sampleAll(t, s, []fit.Subject{sub})["a"]
 	require.Empty(t, r.Err)
 	require.Equal(t, AdjustCurvature, r.Adjustment)
@@ -235,7 +235,7 @@ func TestAdjustedPosteriorAgainstQuadrature(t *testing.T) {
 	assert.Contains(t, kinds, WarnAdjustment)
 
 	_, err = New(e, Options{Chains: 1, Draws: 1, Adjust: "magnitude"})
-	assert.ErrorContains(t, err, `unknown adjustment "magnitude"`)
+	assert.ErrorContains(t, err, `unknown adjustment "magnitude": want auto, curvature, bootstrap or none`)
 }
 
 // TestAdjustmentBootstrap: the bootstrap's adjustment ℓ(θ̂ + C(θ − m)) of a quadratic ℓ with
@@ -378,4 +378,21 @@ func TestBootstrapAdjustedPosterior(t *testing.T) {
 	assert.Greater(t, got.ESSBulk, 200.0)
 	within(t, "mean", got.Mean, mean, sd/math.Sqrt(got.ESSBulk), 4)
 	within(t, "sd", got.SD, sd, sd/math.Sqrt(2*got.ESSBulk), 4)
+	assert.Equal(t, AdjustBootstrap, s.Run("fit.jsonl").Adjust)
+
+	// The default (auto) makes the bootstrap's adjustment where the estimate holds one, the
+	// same draws; the curvature adjustment where it does not.
+	opts.Adjust = ""
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	auto := sampleAll(t, s, []fit.Subject{sub})["a"]
+	assert.Equal(t, AdjustBootstrap, auto.Adjustment)
+	assert.Equal(t, r.Summary, auto.Summary)
+	plain := opts.Init["a"]
+	plain.Bias, plain.DOF = nil, nil
+	opts.Init = map[string]Estimate{"a": plain}
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	assert.Equal(t, AdjustCurvature, sampleAll(t, s, []fit.Subject{sub})["a"].Adjustment)
+	assert.Equal(t, AdjustCurvature, s.Run("fit.jsonl").Adjust)
 }

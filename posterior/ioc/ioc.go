@@ -52,10 +52,11 @@ type Options struct {
 	// ClimbIter is the L-BFGS-B iteration limit of StartOptimized's climbs; 0 means
 	// DefaultClimbIter.
 	ClimbIter int
-	// Adjust is how the likelihood is calibrated before it is sampled: AdjustCurvature ("" means
-	// it), AdjustBootstrap or AdjustNone. The adjustment is centred at the best climb's end or,
-	// with Init, at the subject's estimate; with StartDispersed the climbs are run for it
-	// alone. AdjustBootstrap needs Init, each estimate with its bootstrap (Estimate.Bias).
+	// Adjust is how the likelihood is calibrated before it is sampled: AdjustAuto ("" means
+	// it), AdjustCurvature, AdjustBootstrap or AdjustNone. The adjustment is centred at the
+	// best climb's end or, with Init, at the subject's estimate; with StartDispersed the climbs
+	// are run for it alone. AdjustBootstrap needs Init, each estimate with its bootstrap
+	// (Estimate.Bias).
 	Adjust string
 
 	// MaxBatch bounds rows × trials per graph run; 0 means likelihood.DefaultMaxBatch.
@@ -139,10 +140,10 @@ func New(e *likelihood.Evaluator, opts Options) (*Sampler, error) {
 	}
 	switch opts.Adjust {
 	case "":
-		opts.Adjust = AdjustCurvature
-	case AdjustCurvature, AdjustNone, AdjustBootstrap:
+		opts.Adjust = AdjustAuto
+	case AdjustAuto, AdjustCurvature, AdjustNone, AdjustBootstrap:
 	default:
-		return nil, fmt.Errorf("unknown adjustment %q: want %s, %s or %s", opts.Adjust, AdjustCurvature, AdjustBootstrap, AdjustNone)
+		return nil, fmt.Errorf("unknown adjustment %q: want %s, %s, %s or %s", opts.Adjust, AdjustAuto, AdjustCurvature, AdjustBootstrap, AdjustNone)
 	}
 	if opts.ClimbIter == 0 {
 		opts.ClimbIter = DefaultClimbIter
@@ -294,7 +295,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 					return err
 				}
 			}
-		} else if s.opts.Start == StartOptimized || s.opts.Adjust == AdjustCurvature {
+		} else if s.opts.Start == StartOptimized || s.opts.Adjust != AdjustNone {
 			climbed, climbs, climbFits, err := s.climb(ctx, batch, func(n int) {
 				if s.opts.Progress != nil {
 					s.opts.Progress(Progress{SubjectsDone: done, Subjects: len(subjects), Evaluations: evals + n,

@@ -57,12 +57,34 @@ type Run struct {
 	Held            map[string]float64 `json:"held,omitempty"`   // the other parameters, natural units
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
 	Init            string             `json:"init,omitempty"`   // where the chains started: optimize, dispersed or a fit's results file
-	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature, bootstrap or none (Options.Adjust)
+	Adjust          string             `json:"adjust"`           // the likelihood's calibration: curvature, bootstrap, none, or auto where it is each subject's (Sampler.adjust)
 	// TaskDigest identifies the task's definition (models.Digest) and Version the nioc-gpu
 	// that wrote the summary; both absent in summaries of earlier versions, and then not
 	// compared by Differences.
 	TaskDigest string `json:"task_digest,omitempty"`
 	Version    string `json:"version,omitempty"`
+}
+
+// adjust returns the adjustment that every subject of the sampler gets: Options.Adjust, or
+// for AdjustAuto the one it makes when all estimates of Options.Init (none without it) are
+// alike; AdjustAuto where some hold a bootstrap and others do not.
+func (s *Sampler) adjust() string {
+	if s.opts.Adjust != AdjustAuto {
+		return s.opts.Adjust
+	}
+	with := 0
+	for _, est := range s.opts.Init {
+		if est.Bias != nil {
+			with++
+		}
+	}
+	switch with {
+	case 0:
+		return AdjustCurvature
+	case len(s.opts.Init):
+		return AdjustBootstrap
+	}
+	return AdjustAuto
 }
 
 // Run returns what the sampler's runs record, with init where the chains start (the Start or
@@ -72,7 +94,7 @@ func (s *Sampler) Run(init string) Run {
 	r := Run{Task: s.sel.Spec().Name, Method: string(o.Method), Observe: string(o.Observe), Planner: string(o.Planner),
 		Linearize: string(o.Linearize), FirstOrderNoise: o.FirstOrderNoise, Chains: s.opts.Chains, Warmup: s.opts.Warmup,
 		Draws: s.opts.Draws, Seed: s.opts.Seed, MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept,
-		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.opts.Adjust, TaskDigest: s.e.TaskDigest()}
+		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.adjust(), TaskDigest: s.e.TaskDigest()}
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
 	}

@@ -144,7 +144,7 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 	names := s.sel.Names()
 	for g := range batch {
 		r := fits[g]
-		bootstrap := s.opts.Adjust == AdjustBootstrap
+		bootstrap := s.opts.Adjust == AdjustBootstrap || s.opts.Adjust == AdjustAuto && s.opts.Init[batch[g].ID].Bias != nil
 		switch {
 		case r.Err != "":
 			notes[g] = "no fit to centre it on: " + r.Err
