@@ -119,13 +119,14 @@ func newBootstrapAdjustment(center, mode, sd []float64, H, J [][]float64) (*adju
 	if err := cH.InverseTo(&Hi); err != nil {
 		return nil, fmt.Errorf("bootstrap adjustment: %v", err)
 	}
-	S.CloneFrom(&Hi)
-	if J != nil {
-		var cJ mat.Cholesky
-		if !cJ.Factorize(symOf(J)) {
+	if J == nil {
+		S.CloneFrom(&Hi)
+	} else {
+		Js := symOf(J)
+		if !new(mat.Cholesky).Factorize(Js) {
 			return nil, fmt.Errorf("the covariance of the trials' scores is not positive definite")
 		}
-		S.Product(&Hi, symOf(J), &Hi)
+		S.Product(&Hi, Js, &Hi)
 	}
 	Sigma := mat.NewSymDense(p, nil) // D R D
 	for a := range p {
