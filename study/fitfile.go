@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -85,10 +85,8 @@ func (rf *ResultsFile) Differences() (diffs []Difference, unchecked int) {
 // differences (fit.Fitter.CheckpointDifferences).
 func (rf *ResultsFile) Start() error {
 	path := fit.CheckpointPath(rf.Path)
-	if tmps, err := filepath.Glob(path + ".tmp*"); err == nil {
-		for _, t := range tmps {
-			os.Remove(t)
-		}
+	if _, err := atomicfile.RemoveStale(path); err != nil {
+		return err
 	}
 	c, err := fit.ReadCheckpoint(path)
 	switch {

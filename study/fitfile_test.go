@@ -2,6 +2,7 @@ package study
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestCheckpointCounts(t *testing.T) {
 }
 
 // TestResultsFile fits a shard of a data set into a results file, resumes it with nothing
-// left to fit, and lists the differences of a run with another seed.
+// left to fit (removing what a killed checkpoint write left), and lists the differences of a run with another seed.
 func TestResultsFile(t *testing.T) {
 	m, err := models.Get("linear")
 	require.NoError(t, err)
@@ -134,7 +135,10 @@ func TestResultsFile(t *testing.T) {
 	require.Len(t, again.Done, 2)
 	diffs, _ = again.Differences()
 	assert.Empty(t, diffs)
+	stale := filepath.Join(filepath.Dir(path), ".fit.jsonl.ckpt.tmp-0badf00d") // a checkpoint write killed before its rename
+	require.NoError(t, os.WriteFile(stale, []byte("{"), 0o644))
 	require.NoError(t, again.Start())
+	assert.NoFileExists(t, stale, "Start removes what a killed checkpoint write left")
 	assert.Empty(t, again.Subjects, "nothing left to fit")
 	_, err = again.Fit(context.Background(), nil)
 	require.NoError(t, err)

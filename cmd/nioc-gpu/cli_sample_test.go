@@ -276,8 +276,16 @@ func TestCLISampleResume(t *testing.T) {
 	_, err = f.WriteString("2,1,1,0.1,0.05,0.2,3,false,2,0.5,-1,0.9,3\n2,1,2,0.1,0.0")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
+	// Writes of the summary and a table killed before their rename.
+	stale := []string{filepath.Join(out, ".summary.json.tmp-0badf00d"), filepath.Join(out, ".summary.csv.tmp-00c0ffee")}
+	for _, p := range stale {
+		require.NoError(t, os.WriteFile(p, []byte("{"), 0o644))
+	}
 
 	r = cliSample(t, data, out, "--resume")
+	for _, p := range stale {
+		assert.NoFileExists(t, p, "a resumed run removes what writes cut short left")
+	}
 	assert.Contains(t, r.stderr, "resuming: 1 subject(s) already in")
 	assert.Contains(t, r.stderr, "for 1 subject(s)", "only the other subject is sampled")
 	lines := cliLines(t, filepath.Join(out, "draws.csv"))

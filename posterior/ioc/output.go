@@ -277,7 +277,8 @@ func Create(dir string, run Run, params []models.Param) (*Output, error) {
 }
 
 // Resume continues the outputs of run in dir: the subjects in its summary.json are kept and
-// listed by Done, rows of other subjects (an interrupted batch) are dropped. Without a
+// listed by Done, rows of other subjects (an interrupted batch) are dropped, and temporary
+// files of writes cut short are removed. Without a
 // summary.json it is Create. A summary.json of a run with other settings is an error listing
 // the differences.
 func Resume(dir string, run Run, params []models.Param) (*Output, error) {
@@ -301,6 +302,9 @@ func Resume(dir string, run Run, params []models.Param) (*Output, error) {
 			dir, strings.Join(diff, "\n  "))
 	}
 	o.sum.Run = run
+	if _, err := atomicfile.RemoveStale(path); err != nil { // a summary write killed before its rename
+		return nil, err
+	}
 	if o.sum.WithWarnings == nil {
 		o.sum.WithWarnings = []string{}
 	}
@@ -394,7 +398,8 @@ func readHeader(path string) []string {
 
 // openTable opens the CSV file at path for appending. With keep nil, or if the file does not
 // exist, it is created with header; else the rows of subjects (first column) not in keep are
-// dropped, and a file with another header is an error.
+// dropped, and a file with another header is an error. Temporary files that a killed run's
+// writes of path left are removed.
 func openTable(path string, header []string, keep map[string]bool) (*os.File, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
@@ -415,6 +420,9 @@ func openTable(path string, header []string, keep map[string]bool) (*os.File, er
 		}
 	}
 	w.Flush()
+	if _, err := atomicfile.RemoveStale(path); err != nil {
+		return nil, err
+	}
 	if err := writeAtomic(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
