@@ -525,3 +525,26 @@ func TestCLICompare(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIFitCheckWarning fits a data set of the JAX reference's agent (fit/testdata, which
+// fails the goodness-of-fit check) and requires the warning to say what it means for the
+// intervals printed: the bootstrap's by default, the sandwich's with --uncertainty robust.
+func TestCLIFitCheckWarning(t *testing.T) {
+	data := filepath.Join("..", "..", "fit", "testdata", "pendulum-ref-set003.csv")
+	for _, tc := range []struct {
+		name, uncertainty, says string
+	}{
+		{"default", "bootstrap", "its intervals allow only for the agents of the bootstrap's family"},
+		{"robust", "robust", "its intervals are too narrow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "fit.jsonl")
+			r := cliOK(t, "fit", "--task", "pendulum", "--data", data, "--restarts", "3", "--seed", "1", "--uncertainty", tc.uncertainty, "--quiet", "--out", out)
+			assert.Regexp(t, `warning: subject set003: the data do not look like the fitted agent's \(goodness-of-fit z -\d`, r.stderr)
+			assert.Contains(t, r.stderr, tc.says)
+			recs := cliReadJSONL(t, out)
+			require.Len(t, recs, 1)
+			assert.Equal(t, tc.uncertainty, recs[0]["uncertainty"])
+		})
+	}
+}

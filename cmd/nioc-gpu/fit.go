@@ -301,8 +301,19 @@ func reportFit(bar *progressBar, r fit.Result) {
 		bar.println(fmt.Sprintf("warning: subject %s: %s", r.Subject, w))
 	}
 	if r.Check.Warns() {
-		bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): its intervals are too narrow (docs/intervals.md)", r.Subject, r.Check.Z, r.Check.P))
+		bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): %s (docs/intervals.md)",
+			r.Subject, r.Check.Z, r.Check.P, checkConsequence(r.Uncertainty)))
 	}
+}
+
+// checkConsequence says what a failed goodness-of-fit check means for intervals of the kind
+// uncertainty (fit.Result.Uncertainty), from their coverage on flagged subjects
+// (docs/intervals.md, "The goodness-of-fit check").
+func checkConsequence(uncertainty string) string {
+	if uncertainty == fit.UncertaintyBootstrap {
+		return "its estimates are those of the nearest such agent, and its intervals allow only for the agents of the bootstrap's family"
+	}
+	return "its intervals are too narrow"
 }
 
 func runMerge(args []string, stdout, stderr io.Writer) error {

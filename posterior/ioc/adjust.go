@@ -57,6 +57,42 @@ type adjustment struct {
 	center, mode []float64
 	C            *mat.Dense
 	sdRatio      []float64 // adjusted over unadjusted marginal standard deviation, per parameter (Result.SDRatio)
+	// wall is, per parameter, the scale of the Gaussian fall-off that stands in for the
+	// likelihood where θ̂ + C(θ − m) leaves the box (boxed): the likelihood's own conditional
+	// standard deviation 1/√H_kk at θ̂.
+	wall []float64
+}
+
+// boxed returns y = θ̂ + C(x − m) (apply) clamped to the box [lo, hi], and beyond, y's
+// distance past the box per parameter (0 inside it). The sampler evaluates the likelihood at
+// the clamped point and adds wallLogDensity: the likelihood beyond the box is not the
+// subject's (the box is the prior's support), and it can exceed the maximum inside it by
+// thousands of nats (docs/tutorial.md's subject 2: 13,300 against 7,612 at a temperature of
+// 1e-23 and an observation noise of 600), which drew a chain to a corner of the box whose
+// image lies out there.
+func (a *adjustment) boxed(x, lo, hi []float64) (y, beyond []float64) {
+	y = a.apply(x)
+	beyond = make([]float64, len(y))
+	for k := range y {
+		c := min(max(y[k], lo[k]), hi[k])
+		beyond[k], y[k] = y[k]-c, c
+	}
+	return y, beyond
+}
+
+// wallLogDensity returns −½ Σ_k (beyond_k / wall_k)² and its gradient in y: the log-density
+// that replaces the likelihood's change past the box (boxed), continuous at its bounds. The
+// likelihood's gradient in a coordinate past the box is 0 (it is evaluated on the bound), so
+// the gradient there is the wall's alone.
+func (a *adjustment) wallLogDensity(beyond []float64) (float64, []float64) {
+	ll, g := 0.0, make([]float64, len(beyond))
+	for k, d := range beyond {
+		if d != 0 {
+			ll -= 0.5 * (d / a.wall[k]) * (d / a.wall[k])
+			g[k] = -d / (a.wall[k] * a.wall[k])
+		}
+	}
+	return ll, g
 }
 
 // newAdjustment returns the curvature adjustment at center for the Hessian H of the negative
@@ -98,14 +134,19 @@ func newAdjustment(center []float64, H, J [][]float64) (*adjustment, error) {
 // the covariance J of the total score (nil where it cannot be estimated) and sd, D's entries:
 // the bootstrap's standard errors times t/z. The adjusted curvature is Σ⁻¹, Σ = D R D with R
 // the correlations of H⁻¹ J H⁻¹ (or H⁻¹), clipped as newAdjustment's so that it is never more
-// than H in any direction. It returns an error when H or J is not positive definite or an sd
-// is not positive and finite.
-func newBootstrapAdjustment(center, mode, sd []float64, H, J [][]float64) (*adjustment, error) {
+// than H in any direction. The parameters k with nuisance[k] (nil: none) keep the sandwich's
+// (or H⁻¹'s) standard deviation and their centre: their mode and sd are not used. It returns
+// an error when H or J is not positive definite or a used sd is not positive and finite.
+func newBootstrapAdjustment(center, mode, sd []float64, nuisance []bool, H, J [][]float64) (*adjustment, error) {
 	p := len(center)
-	if len(mode) != p || len(sd) != p || len(H) != p || (J != nil && len(J) != p) {
+	if len(mode) != p || len(sd) != p || len(H) != p || (J != nil && len(J) != p) || (nuisance != nil && len(nuisance) != p) {
 		return nil, fmt.Errorf("bootstrap adjustment: %d parameters, %d modes, %d standard errors, Hessian %d×%d", p, len(mode), len(sd), len(H), len(H))
 	}
+	mode, sd = slices.Clone(mode), slices.Clone(sd)
 	for k, v := range sd {
+		if nuisance != nil && nuisance[k] {
+			continue
+		}
 		if !(v > 0) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("bootstrap adjustment: standard error %d is %g", k, v)
 		}
@@ -127,6 +168,11 @@ func newBootstrapAdjustment(center, mode, sd []float64, H, J [][]float64) (*adju
 			return nil, fmt.Errorf("the covariance of the trials' scores is not positive definite")
 		}
 		S.Product(&Hi, Js, &Hi)
+	}
+	for k := range nuisance {
+		if nuisance[k] {
+			mode[k], sd[k] = center[k], math.Sqrt(S.At(k, k))
+		}
 	}
 	Sigma := mat.NewSymDense(p, nil) // D R D
 	for a := range p {
@@ -180,11 +226,12 @@ func whitenedAdjustment(kind string, center, mode []float64, H *mat.SymDense, L 
 		return nil, fmt.Errorf("%s adjustment: %v", kind, err)
 	}
 	adjCov.Product(&Ci, &Hi, Ci.T())
-	ratio := make([]float64, p)
+	ratio, wall := make([]float64, p), make([]float64, p)
 	for k := range ratio {
 		ratio[k] = math.Sqrt(adjCov.At(k, k) / Hi.At(k, k))
+		wall[k] = 1 / math.Sqrt(H.At(k, k))
 	}
-	return &adjustment{kind: kind, center: slices.Clone(center), mode: slices.Clone(mode), C: &C, sdRatio: ratio}, nil
+	return &adjustment{kind: kind, center: slices.Clone(center), mode: slices.Clone(mode), C: &C, sdRatio: ratio, wall: wall}, nil
 }
 
 // symOf returns the symmetric part of A as a SymDense.

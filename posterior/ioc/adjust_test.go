@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/fit"
@@ -270,18 +271,29 @@ func TestAdjustmentBootstrap(t *testing.T) {
 		return &cov
 	}
 	for _, tc := range []struct {
-		name string
-		J    [][]float64
-		R    mat.Matrix // whose correlations Σ takes
-	}{{"sandwich", J, &S}, {"no scores", nil, Hi}} {
+		name     string
+		J        [][]float64
+		R        mat.Matrix // whose correlations Σ takes
+		nuisance []bool
+	}{
+		{"sandwich", J, &S, nil},
+		{"no scores", nil, Hi, nil},
+		{"a nuisance parameter", J, &S, []bool{false, false, true}}, // keeps the sandwich's sd and its centre
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sd := make([]float64, p)
 			for k := range p {
 				sd[k] = 3 * math.Sqrt(S.At(k, k)) // wider than the sandwich, so wider than ℓ too
 			}
-			a, err := newBootstrapAdjustment(center, mode, sd, H, tc.J)
+			a, err := newBootstrapAdjustment(center, mode, sd, tc.nuisance, H, tc.J)
 			require.NoError(t, err)
 			assert.Equal(t, AdjustBootstrap, a.kind)
+			m := slices.Clone(mode)
+			for k, n := range tc.nuisance {
+				if n {
+					sd[k], m[k] = math.Sqrt(tc.R.At(k, k)), center[k]
+				}
+			}
 			want := mat.NewDense(p, p, nil)
 			for i := range p {
 				for k := range p {
@@ -289,7 +301,7 @@ func TestAdjustmentBootstrap(t *testing.T) {
 				}
 			}
 			assert.True(t, mat.EqualApprox(covariance(a), want, 1e-9), "C⁻¹ H⁻¹ C⁻ᵀ = D R D:\n%v\n%v", mat.Formatted(covariance(a)), mat.Formatted(want))
-			assert.InDeltaSlice(t, center, a.apply(mode), 1e-12, "the mode maps to the likelihood's maximum")
+			assert.InDeltaSlice(t, center, a.apply(m), 1e-12, "the mode maps to the likelihood's maximum")
 			for k := range p {
 				assert.InDelta(t, sd[k]/math.Sqrt(Hi.At(k, k)), a.sdRatio[k], 1e-9, "SD ratio %d", k)
 			}
@@ -298,13 +310,13 @@ func TestAdjustmentBootstrap(t *testing.T) {
 
 	// Standard errors far narrower than ℓ's: nothing to widen.
 	tiny := []float64{1e-6, 1e-6, 1e-6}
-	a, err := newBootstrapAdjustment(center, mode, tiny, H, J)
+	a, err := newBootstrapAdjustment(center, mode, tiny, nil, H, J)
 	require.NoError(t, err)
 	assert.True(t, mat.EqualApprox(a.C, mat.NewDiagDense(p, []float64{1, 1, 1}), 1e-9), "C = I:\n%v", mat.Formatted(a.C))
 	// Random standard errors: never narrower than ℓ.
 	for range 20 {
 		sd := []float64{rng.ExpFloat64(), rng.ExpFloat64(), rng.ExpFloat64()}
-		a, err := newBootstrapAdjustment(center, mode, sd, H, J)
+		a, err := newBootstrapAdjustment(center, mode, sd, nil, H, J)
 		require.NoError(t, err)
 		var CtHC, diff mat.Dense
 		CtHC.Product(a.C.T(), mat.NewDense(p, p, symmetrize(H)), a.C)
@@ -316,13 +328,15 @@ func TestAdjustmentBootstrap(t *testing.T) {
 		}
 	}
 
-	_, err = newBootstrapAdjustment(center, mode, []float64{1, 0, 1}, H, J)
+	_, err = newBootstrapAdjustment(center, mode, []float64{1, 0, 1}, nil, H, J)
 	assert.ErrorContains(t, err, "standard error 1 is 0")
-	_, err = newBootstrapAdjustment(center, mode, []float64{1, 1, math.NaN()}, H, J)
+	_, err = newBootstrapAdjustment(center, mode, []float64{1, 1, math.NaN()}, nil, H, J)
 	assert.ErrorContains(t, err, "standard error 2 is NaN")
-	_, err = newBootstrapAdjustment(center, mode, []float64{1, 1, 1}, [][]float64{{1, 0, 0}, {0, -1, 0}, {0, 0, 1}}, J)
+	_, err = newBootstrapAdjustment(center, mode, []float64{1, 1, math.NaN()}, []bool{false, false, true}, H, J)
+	assert.NoError(t, err, "a nuisance parameter's sd is not used")
+	_, err = newBootstrapAdjustment(center, mode, []float64{1, 1, 1}, nil, [][]float64{{1, 0, 0}, {0, -1, 0}, {0, 0, 1}}, J)
 	assert.ErrorContains(t, err, "Hessian")
-	_, err = newBootstrapAdjustment(center, mode[:2], []float64{1, 1, 1}, H, J)
+	_, err = newBootstrapAdjustment(center, mode[:2], []float64{1, 1, 1}, nil, H, J)
 	assert.ErrorContains(t, err, "2 modes")
 }
 
@@ -395,4 +409,108 @@ func TestBootstrapAdjustedPosterior(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AdjustCurvature, sampleAll(t, s, []fit.Subject{sub})["a"].Adjustment)
 	assert.Equal(t, AdjustCurvature, s.Run("fit.jsonl").Adjust)
+}
+
+// TestBootstrapAdjustmentKeepsTheTemperature: the policy noise's temperature, a nuisance, keeps
+// its centre and the sandwich's width under the bootstrap's adjustment however far the
+// bootstrap spread it (its agents without policy noise move it by decades), while the cost
+// beside it takes the bootstrap's.
+func TestBootstrapAdjustmentKeepsTheTemperature(t *testing.T) {
+	sub := fit.Subject{ID: "a", Trials: simulate(t, 40, 10, 7)}
+	e := newEvaluator(t, likelihood.Options{FitTemperature: true})
+	opts := Options{Chains: 2, Warmup: 10, Draws: 10, Seed: 5, Fix: map[string]float64{"motor_noise": 0.05, "obs_noise": 0.2}}
+	s, err := New(e, opts)
+	require.NoError(t, err)
+	names := s.Selection().Names()
+	require.Equal(t, []string{"action_cost", "temperature"}, names)
+	_, _, fits, err := s.climb(context.Background(), []fit.Subject{sub}, nil)
+	require.NoError(t, err)
+	require.True(t, fits[0].HessianPD)
+	curv, notes := s.adjustments([]fit.Subject{sub}, fits)
+	require.NotNil(t, curv[0], notes[0])
+
+	sdH := []float64{1 / math.Sqrt(fits[0].Hessian[0][0]), 1 / math.Sqrt(fits[0].Hessian[1][1])}
+	est := Estimate{Scaled: fits[0].Scaled, StdErr: map[string]float64{}, Bias: map[string]float64{}, DOF: map[string]float64{}}
+	for k, name := range names {
+		est.StdErr[name], est.Bias[name] = 50*sdH[k], 20*sdH[k] // the temperature's as its bootstrap makes it
+	}
+	opts.Adjust, opts.Init = AdjustBootstrap, map[string]Estimate{"a": est}
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	adjs, notes := s.adjustments([]fit.Subject{sub}, fits)
+	require.NotNil(t, adjs[0], notes[0])
+	a := adjs[0]
+	assert.InDelta(t, fits[0].Scaled["temperature"], a.mode[1], 1e-12, "the temperature's mode is its estimate")
+	assert.InDelta(t, fits[0].Scaled["action_cost"]-20*sdH[0], a.mode[0], 1e-12, "the cost's is bias-corrected")
+	var S mat.Dense // the sandwich, whose sd the temperature keeps
+	var Hi mat.Dense
+	require.NoError(t, Hi.Inverse(mat.NewDense(2, 2, symmetrize(fits[0].Hessian))))
+	S.Product(&Hi, mat.NewDense(2, 2, symmetrize(fits[0].ScoreCov)), &Hi)
+	var Ci, cov mat.Dense
+	require.NoError(t, Ci.Inverse(a.C))
+	cov.Product(&Ci, &Hi, Ci.T())
+	assert.InDelta(t, 50*sdH[0], math.Sqrt(cov.At(0, 0)), 1e-6*sdH[0], "the cost's sd is the bootstrap's")
+	assert.InDelta(t, math.Max(math.Sqrt(S.At(1, 1)), sdH[1]), math.Sqrt(cov.At(1, 1)), 0.5*sdH[1], "the temperature's is the sandwich's, not 50 times the likelihood's")
+	assert.Less(t, a.sdRatio[1], 5.0)
+}
+
+// TestAdjustmentBoxed: where θ̂ + C(x − m) leaves the box, the likelihood is taken on the
+// box's bound and falls off beyond it as a Gaussian of the likelihood's conditional sd; the
+// value is continuous across the bound and the sampler's gradient (pulled through C) is that
+// of the function it evaluates, by central differences on both sides of the bound.
+func TestAdjustmentBoxed(t *testing.T) {
+	H := [][]float64{{4, 1.5}, {1.5, 1}}
+	J := [][]float64{{16, 2}, {2, 3}}
+	a, err := newAdjustment([]float64{0, 0}, H, J)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, []float64{0.5, 1}, a.wall, 1e-12, "1/√H_kk")
+	lo, hi := []float64{-1, -1}, []float64{1, 1}
+	// a smooth stand-in for the likelihood inside the box, with its gradient
+	ell := func(y []float64) (float64, []float64) {
+		return -2*y[0]*y[0] - 1.5*y[0]*y[1] - 0.5*y[1]*y[1] + y[0], []float64{-4*y[0] - 1.5*y[1] + 1, -1.5*y[0] - y[1]}
+	}
+	f := func(x []float64) (float64, []float64) { // as sampleBatch evaluates it
+		y, beyond := a.boxed(x, lo, hi)
+		for k := range y {
+			assert.True(t, y[k] >= lo[k] && y[k] <= hi[k], "the likelihood is evaluated inside the box")
+		}
+		v, g := ell(y)
+		wl, wg := a.wallLogDensity(beyond)
+		for k, d := range beyond {
+			if d != 0 {
+				g[k] = wg[k]
+			}
+		}
+		return v + wl, a.pull(g)
+	}
+	inside := []float64{0.1, -0.2}
+	y, beyond := a.boxed(inside, lo, hi)
+	assert.Equal(t, []float64{0, 0}, beyond)
+	assert.InDeltaSlice(t, a.apply(inside), y, 0, "inside the box, the point itself")
+	outside := 0
+	for _, x := range [][]float64{inside, {3, 0.5}, {-2.5, 4}, {0.7, -6}, {9, 9}} {
+		_, g := f(x)
+		const h = 1e-6
+		for k := range x {
+			xp, xm := slices.Clone(x), slices.Clone(x)
+			xp[k] += h
+			xm[k] -= h
+			vp, _ := f(xp)
+			vm, _ := f(xm)
+			assert.InDelta(t, (vp-vm)/(2*h), g[k], 1e-5, "∂/∂x_%d at %v", k, x)
+		}
+		_, beyond := a.boxed(x, lo, hi)
+		wl, _ := a.wallLogDensity(beyond)
+		assert.LessOrEqual(t, wl, 0.0)
+		if wl < 0 {
+			outside++
+		}
+	}
+	assert.GreaterOrEqual(t, outside, 3, "points whose image leaves the box")
+	// Continuous across a bound: on the line x(τ) = τ·e₀, just inside and just outside the
+	// point where the image's first coordinate reaches its upper bound.
+	at := hi[0] / a.C.At(0, 0) // apply(τ e₀)₀ = C₀₀ τ, since θ̂ = m = 0
+	in, _ := f([]float64{at - 1e-9, 0})
+	out, _ := f([]float64{at + 1e-9, 0})
+	assert.InDelta(t, in, out, 1e-7)
 }

@@ -337,13 +337,15 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 // the most points of any batched call of any batch (likelihood.Batching).
 func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits [][][]float64, adj []*adjustment, trials, most int, progress func(posterior.Progress)) (*posterior.Result, error) {
 	idx := s.sel.Indices()
+	lo, hi := s.sel.Bounds()
 	logLik := func(groups []int, x [][]float64) ([]float64, [][]float64, error) {
 		rows := make([][][][]float64, len(x))
 		thetas := make([][]float64, len(x))
+		beyond := make([][]float64, len(x))
 		for i := range x {
 			at := x[i]
 			if a := adj[groups[i]]; a != nil {
-				at = a.apply(at)
+				at, beyond[i] = a.boxed(at, lo, hi)
 			}
 			rows[i], thetas[i] = batch[groups[i]].Trials, s.sel.Full(at)
 		}
@@ -358,6 +360,13 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits []
 				g[i][k] = grad[i][j]
 			}
 			if a := adj[groups[i]]; a != nil {
+				wl, wg := a.wallLogDensity(beyond[i])
+				ll[i] += wl
+				for k, d := range beyond[i] {
+					if d != 0 {
+						g[i][k] = wg[k]
+					}
+				}
 				g[i] = a.pull(g[i])
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
 )
 
 // Start says where a subject's chains start when Options.Init is not given.
@@ -177,12 +178,20 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 }
 
 // bootstrapAdjustment returns subject id's AdjustBootstrap adjustment at center from the
-// bootstrap of its estimate in Options.Init and the Laplace approximation r there.
+// bootstrap of its estimate in Options.Init and the Laplace approximation r there. The policy
+// noise's temperature, a nuisance parameter, keeps the sandwich's width and its estimate: the
+// bootstrap's agents without policy noise spread it over decades, and draws at temperatures
+// that far from the estimate simulate trials far noisier than the subject's (--ppc).
 func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result) (*adjustment, error) {
 	est := s.opts.Init[id]
 	names := s.sel.Names()
 	mode, sd := make([]float64, len(names)), make([]float64, len(names))
+	nuisance := make([]bool, len(names))
 	for k, name := range names {
+		if name == likelihood.TemperatureParam(0).Name {
+			nuisance[k] = true
+			continue
+		}
 		bias, okB := est.Bias[name]
 		se, okS := est.StdErr[name]
 		if !okB || !okS {
@@ -193,5 +202,5 @@ func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result)
 			sd[k] *= distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975) / distuv.UnitNormal.Quantile(0.975)
 		}
 	}
-	return newBootstrapAdjustment(center, mode, sd, r.Hessian, r.ScoreCov)
+	return newBootstrapAdjustment(center, mode, sd, nuisance, r.Hessian, r.ScoreCov)
 }
