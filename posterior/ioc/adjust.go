@@ -63,6 +63,30 @@ type adjustment struct {
 	wall []float64
 }
 
+// embed returns the adjustment a of the parameters keep of a larger set, centred at center,
+// as an adjustment of the whole set that leaves the others as they are: C the identity on
+// them, their mode their centre, their SD ratio 1 and no wall (their points never leave the
+// box).
+func (a *adjustment) embed(center []float64, keep []int) *adjustment {
+	p := len(center)
+	C := mat.NewDense(p, p, nil)
+	mode, ratio, wall := slices.Clone(center), make([]float64, p), make([]float64, p)
+	for k := range p {
+		C.Set(k, k, 1)
+		ratio[k], wall[k] = 1, math.Inf(1)
+	}
+	for i, k := range keep {
+		for j, l := range keep {
+			C.Set(k, l, a.C.At(i, j))
+		}
+		mode[k], ratio[k], wall[k] = a.mode[i], a.sdRatio[i], a.wall[i]
+		if a.center[i] != center[k] {
+			panic("adjustment.embed: the centres differ")
+		}
+	}
+	return &adjustment{kind: a.kind, center: slices.Clone(center), mode: mode, C: C, sdRatio: ratio, wall: wall}
+}
+
 // boxed returns y = θ̂ + C(x − m) (apply) clamped to the box [lo, hi], and beyond, y's
 // distance past the box per parameter (0 inside it). The sampler evaluates the likelihood at
 // the clamped point and adds wallLogDensity: the likelihood beyond the box is not the

@@ -414,7 +414,8 @@ func TestBootstrapAdjustedPosterior(t *testing.T) {
 // TestBootstrapAdjustmentKeepsTheTemperature: the policy noise's temperature, a nuisance, keeps
 // its centre and the sandwich's width under the bootstrap's adjustment however far the
 // bootstrap spread it (its agents without policy noise move it by decades), while the cost
-// beside it takes the bootstrap's.
+// beside it takes the bootstrap's; where the Hessian is not positive definite, the cost is
+// adjusted by its own block and the temperature left as it is.
 func TestBootstrapAdjustmentKeepsTheTemperature(t *testing.T) {
 	sub := fit.Subject{ID: "a", Trials: simulate(t, 40, 10, 7)}
 	e := newEvaluator(t, likelihood.Options{FitTemperature: true})
@@ -452,6 +453,29 @@ func TestBootstrapAdjustmentKeepsTheTemperature(t *testing.T) {
 	assert.InDelta(t, 50*sdH[0], math.Sqrt(cov.At(0, 0)), 1e-6*sdH[0], "the cost's sd is the bootstrap's")
 	assert.InDelta(t, math.Max(math.Sqrt(S.At(1, 1)), sdH[1]), math.Sqrt(cov.At(1, 1)), 0.5*sdH[1], "the temperature's is the sandwich's, not 50 times the likelihood's")
 	assert.Less(t, a.sdRatio[1], 5.0)
+
+	// A Hessian that is not positive definite (the temperature on its bound, the likelihood
+	// still rising past it): the cost is adjusted by its own block, the temperature left alone.
+	bad := fits[0]
+	bad.HessianPD, bad.ScoreCov = false, nil
+	bad.Hessian = [][]float64{{fits[0].Hessian[0][0], fits[0].Hessian[0][1]}, {fits[0].Hessian[1][0], -1}}
+	adjs, notes = s.adjustments([]fit.Subject{sub}, []fit.Result{bad})
+	require.NotNil(t, adjs[0], notes[0])
+	a = adjs[0]
+	assert.Equal(t, []float64{1, 0}, []float64{a.C.At(1, 1), a.C.At(1, 0)}, "the temperature as the likelihood has it")
+	assert.Zero(t, a.C.At(0, 1))
+	assert.InDelta(t, fits[0].Scaled["temperature"], a.mode[1], 0)
+	assert.InDelta(t, fits[0].Scaled["action_cost"]-20*sdH[0], a.mode[0], 1e-12, "the cost's mode is bias-corrected")
+	assert.InDelta(t, 1/(50*sdH[0]*math.Sqrt(fits[0].Hessian[0][0])), a.C.At(0, 0), 1e-9, "C = 1/(SE·√H₀₀)")
+	assert.InDelta(t, 50, a.sdRatio[0], 1e-9)
+	assert.Equal(t, 1.0, a.sdRatio[1])
+	// The curvature adjustment has nothing to go on there.
+	opts.Adjust = AdjustCurvature
+	s, err = New(e, opts)
+	require.NoError(t, err)
+	adjs, notes = s.adjustments([]fit.Subject{sub}, []fit.Result{bad})
+	assert.Nil(t, adjs[0])
+	assert.Contains(t, notes[0], "not positive definite")
 }
 
 // TestAdjustmentBoxed: where θ̂ + C(x − m) leaves the box, the likelihood is taken on the

@@ -150,7 +150,7 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 		case r.Err != "":
 			notes[g] = "no fit to centre it on: " + r.Err
 			continue
-		case r.Hessian == nil || !r.HessianPD:
+		case r.Hessian == nil || !r.HessianPD && !bootstrap: // the bootstrap's may hold the temperature out
 			notes[g] = "the Hessian at the best climb's end is not positive definite"
 			continue
 		case r.ScoreCov == nil && !bootstrap:
@@ -202,5 +202,36 @@ func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result)
 			sd[k] *= distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975) / distuv.UnitNormal.Quantile(0.975)
 		}
 	}
-	return newBootstrapAdjustment(center, mode, sd, nuisance, r.Hessian, r.ScoreCov)
+	if r.HessianPD {
+		return newBootstrapAdjustment(center, mode, sd, nuisance, r.Hessian, r.ScoreCov)
+	}
+	// The Hessian is not positive definite: most often the temperature on its lower bound (an
+	// agent without policy noise, as the JAX reference's), where the likelihood still rises
+	// past it. Adjust the other parameters by their block of H (whose correlations then stand
+	// in for the sandwich's) and leave the temperature as the likelihood has it.
+	var keep []int
+	for k := range names {
+		if !nuisance[k] {
+			keep = append(keep, k)
+		}
+	}
+	if len(keep) == len(names) {
+		return nil, fmt.Errorf("the Hessian at the best climb's end is not positive definite")
+	}
+	sub := func(v []float64) []float64 {
+		out := make([]float64, len(keep))
+		for i, k := range keep {
+			out[i] = v[k]
+		}
+		return out
+	}
+	Hk := make([][]float64, len(keep))
+	for i, k := range keep {
+		Hk[i] = sub(r.Hessian[k])
+	}
+	a, err := newBootstrapAdjustment(sub(center), sub(mode), sub(sd), nil, Hk, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the Hessian at the best climb's end is not positive definite, nor without the temperature: %v", err)
+	}
+	return a.embed(center, keep), nil
 }
