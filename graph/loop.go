@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -60,12 +61,14 @@ func (e *Engine) Stats() ProgramStats {
 	return e.stats
 }
 
-// has reports whether the program of key has been asked for before.
-func (e *Engine) has(key string) bool {
+// compiled reports whether the program of key has been compiled (or has found it has nothing
+// to compile). A program another tape's dry run has built but not yet compiled is not: a dry
+// run that skipped it would leave its compile to the first run (ProgramStats.Late).
+func (e *Engine) compiled(key string) bool {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.progs[key]
-	return ok
+	p, ok := e.progs[key]
+	e.mu.Unlock()
+	return ok && p.compiled.Load()
 }
 
 // Calls returns the number of program runs so far (forward and vector–Jacobian products).
@@ -84,8 +87,9 @@ type stageProg struct {
 	outputs     []*G.Node
 	outs        []outGroup
 	compileOnce sync.Once
-	cerr        error // compiling failed
-	tape        *tape // the Go backend's executor for g, when it supports g's operations
+	compiled    atomic.Bool // compileOnce has run
+	cerr        error       // compiling failed
+	tape        *tape       // the Go backend's executor for g, when it supports g's operations
 }
 
 type outGroup struct {
@@ -576,7 +580,7 @@ func (tp *Tape) vjpProgram(c *call, v *vjpSpec, waits bool) *stageProg {
 }
 
 // vjpJobs returns a task for each vector–Jacobian-product program that Backward(out) will run
-// and the Engine does not have yet: the task builds and compiles it. Which values get
+// and the Engine has not compiled yet: the task builds (if no one has) and compiles it. Which values get
 // cotangents follows from the recorded calls alone (vjpSpecOf), so the programs are known
 // before any runs, and Backward compiles them concurrently.
 func (tp *Tape) vjpJobs(out *Value) []func() {
@@ -604,7 +608,7 @@ func (tp *Tape) vjpJobs(out *Value) []func() {
 				}
 			}
 		}
-		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.has(k) {
+		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.compiled(k) {
 			keys[k] = true
 			jobs = append(jobs, func() { tp.e.compile(tp.vjpProgram(c, v, false), false) })
 		}

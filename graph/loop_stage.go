@@ -63,6 +63,7 @@ func (e *Engine) program(key string, waits bool, build func(g *G.Graph) ([]*G.No
 // panics with the error if compiling failed; late says the caller is about to run p (stats).
 func (e *Engine) compile(p *stageProg, late bool) {
 	p.compileOnce.Do(func() {
+		defer p.compiled.Store(true)
 		if p.g == nil {
 			return
 		}
