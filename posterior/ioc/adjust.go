@@ -205,6 +205,13 @@ func newBootstrapAdjustment(center, mode, sd []float64, nuisance []bool, H, J []
 			Sigma.SetSym(a, c, sd[a]*r*sd[c])
 		}
 	}
+	return towardCovariance(center, mode, &cH, symOf(H), Sigma)
+}
+
+// towardCovariance returns the bootstrap's adjustment at center with mode mode whose adjusted
+// curvature is Sigma⁻¹ for the Hessian H (cH its Cholesky factor), clipped to be never more
+// than H in any direction (whitenedAdjustment).
+func towardCovariance(center, mode []float64, cH *mat.Cholesky, H, Sigma *mat.SymDense) (*adjustment, error) {
 	if !new(mat.Cholesky).Factorize(Sigma) {
 		return nil, fmt.Errorf("bootstrap adjustment: the target covariance is not positive definite")
 	}
@@ -216,7 +223,46 @@ func newBootstrapAdjustment(center, mode, sd []float64, nuisance []bool, H, J []
 	if err := W.Inverse(&LtSL); err != nil {
 		return nil, fmt.Errorf("bootstrap adjustment: %v", err)
 	}
-	return whitenedAdjustment(AdjustBootstrap, center, mode, symOf(H), &L, &W)
+	return whitenedAdjustment(AdjustBootstrap, center, mode, H, &L, &W)
+}
+
+// newFlatBootstrapAdjustment is newBootstrapAdjustment's stand-in where the Hessian H is not
+// positive definite (the climb ended short of a maximum, or on a ridge): H with its
+// eigenvalues raised to 10⁻⁶ of the largest, and Σ = D² without correlations, H's being
+// unreliable there. Its curvature is never more than the raised H's, so that in the
+// directions where H is flat the likelihood is left as it is.
+func newFlatBootstrapAdjustment(center, mode, sd []float64, H [][]float64) (*adjustment, error) {
+	p := len(center)
+	var eig mat.EigenSym
+	if !eig.Factorize(symOf(H), true) {
+		return nil, fmt.Errorf("bootstrap adjustment: eigendecomposition of the Hessian failed")
+	}
+	lambda := eig.Values(nil)
+	top := slices.Max(lambda)
+	if !(top > 0) {
+		return nil, fmt.Errorf("the Hessian at the best climb's end has no positive curvature")
+	}
+	var Q mat.Dense
+	eig.VectorsTo(&Q)
+	raised := mat.NewDiagDense(p, nil)
+	for i, l := range lambda {
+		raised.SetDiag(i, math.Max(l, 1e-6*top))
+	}
+	var Hr mat.Dense
+	Hr.Product(&Q, raised, Q.T())
+	Hs := symOf(denseRows(&Hr))
+	var cH mat.Cholesky
+	if !cH.Factorize(Hs) {
+		return nil, fmt.Errorf("bootstrap adjustment: the raised Hessian is not positive definite")
+	}
+	Sigma := mat.NewSymDense(p, nil)
+	for k, v := range sd {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("bootstrap adjustment: standard error %d is %g", k, v)
+		}
+		Sigma.SetSym(k, k, v*v)
+	}
+	return towardCovariance(center, mode, &cH, Hs, Sigma)
 }
 
 // whitenedAdjustment returns the adjustment of kind with C = L⁻ᵀ Q Λ'^½ Qᵀ Lᵀ for the target

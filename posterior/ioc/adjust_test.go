@@ -538,3 +538,44 @@ func TestAdjustmentBoxed(t *testing.T) {
 	out, _ := f([]float64{at + 1e-9, 0})
 	assert.InDelta(t, in, out, 1e-7)
 }
+
+// TestFlatBootstrapAdjustment: where the Hessian is not positive definite, the adjustment
+// widens toward the bootstrap's standard errors without correlations: its covariance
+// C⁻¹ H₊⁻¹ C⁻ᵀ (H₊ the Hessian with its eigenvalues raised to 10⁻⁶ of the largest) holds
+// D² (never narrower than the bootstrap's) and never less than H₊⁻¹, and the mode maps to θ̂.
+func TestFlatBootstrapAdjustment(t *testing.T) {
+	H := [][]float64{{100, 20, 0}, {20, 3, 0}, {0, 0, 50}} // indefinite: det of the first block < 0
+	center, mode, sd := []float64{1, 2, 3}, []float64{1.1, 1.9, 3}, []float64{0.3, 0.2, 0.5}
+	_, err := newBootstrapAdjustment(center, mode, sd, nil, H, nil)
+	require.Error(t, err)
+	a, err := newFlatBootstrapAdjustment(center, mode, sd, H)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, center, a.apply(mode), 1e-12)
+	var eig mat.EigenSym
+	require.True(t, eig.Factorize(symOf(H), true))
+	lambda := eig.Values(nil)
+	var Q, Hp mat.Dense
+	eig.VectorsTo(&Q)
+	for i := range lambda {
+		lambda[i] = math.Max(lambda[i], 1e-6*slices.Max(lambda))
+	}
+	Hp.Product(&Q, mat.NewDiagDense(3, lambda), Q.T())
+	var Hpi, Ci, cov mat.Dense
+	require.NoError(t, Hpi.Inverse(&Hp))
+	require.NoError(t, Ci.Inverse(a.C))
+	cov.Product(&Ci, &Hpi, Ci.T())
+	psd := func(name string, A mat.Matrix) {
+		var e mat.EigenSym
+		require.True(t, e.Factorize(symOf(denseRows(mat.DenseCopyOf(A))), false))
+		for _, l := range e.Values(nil) {
+			assert.GreaterOrEqual(t, l, -1e-9*math.Max(1, mat.Norm(A, 2)), name)
+		}
+	}
+	var d1, d2 mat.Dense
+	d1.Sub(&cov, mat.NewDiagDense(3, []float64{sd[0] * sd[0], sd[1] * sd[1], sd[2] * sd[2]}))
+	psd("covariance − D²", &d1)
+	d2.Sub(&cov, &Hpi)
+	psd("covariance − H₊⁻¹", &d2)
+	_, err = newFlatBootstrapAdjustment(center, mode, sd, [][]float64{{-1, 0, 0}, {0, -2, 0}, {0, 0, -3}})
+	assert.ErrorContains(t, err, "no positive curvature")
+}

@@ -216,7 +216,7 @@ func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result)
 		}
 	}
 	if len(keep) == len(names) {
-		return nil, fmt.Errorf("the Hessian at the best climb's end is not positive definite")
+		return newFlatBootstrapAdjustment(center, mode, sd, r.Hessian)
 	}
 	sub := func(v []float64) []float64 {
 		out := make([]float64, len(keep))
@@ -230,8 +230,10 @@ func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result)
 		Hk[i] = sub(r.Hessian[k])
 	}
 	a, err := newBootstrapAdjustment(sub(center), sub(mode), sub(sd), nil, Hk, nil)
-	if err != nil {
-		return nil, fmt.Errorf("the Hessian at the best climb's end is not positive definite, nor without the temperature: %v", err)
+	if err != nil { // not even without it: the bootstrap's standard errors alone
+		if a, err = newFlatBootstrapAdjustment(sub(center), sub(mode), sub(sd), Hk); err != nil {
+			return nil, fmt.Errorf("the Hessian at the best climb's end is not positive definite, nor without the temperature: %v", err)
+		}
 	}
 	return a.embed(center, keep), nil
 }
