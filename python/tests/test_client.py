@@ -101,9 +101,15 @@ def test_interrupt_is_passed_on(tmp_path, monkeypatch):
                     "i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n")  # 10 s at most
     fake.chmod(0o755)
     monkeypatch.setenv("NIOC_GPU_BIN", str(fake))
+    # Python's own handler, as in a terminal or a notebook: a test run in the background of a
+    # shell without job control inherits SIGINT ignored, and Python then installs none.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C to Python alone
-    with pytest.raises(KeyboardInterrupt):
-        nioc.run("fit", echo=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nioc.run("fit", echo=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert mark.read_text().strip() == "stopped"
 
 
