@@ -281,3 +281,11 @@ func TestUninformativeSubject(t *testing.T) {
 	assert.Equal(t, [][]float64{{0.04, 0}, {0, 0.25}}, sf.Cov)
 	assert.NotEmpty(t, sf.Note)
 }
+
+// TestIndependentSortBy: the subjects of a results file, in the order their fits ended, are
+// put in the data set's order; those the data do not list go last, in their order.
+func TestIndependentSortBy(t *testing.T) {
+	in := IndependentFits{IDs: []string{"3", "x", "1", "4", "y", "2"}}
+	in.SortBy([]string{"1", "2", "3", "4"})
+	assert.Equal(t, []string{"1", "2", "3", "4", "x", "y"}, in.IDs)
+}

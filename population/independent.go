@@ -2,19 +2,37 @@ package population
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
 // IndependentFits are the subjects' independent fits (a results file of package fit) as a
-// population fit starts from them: the subjects it takes, in file order, their estimates and
+// population fit starts from them: the subjects it takes, in file order (SortBy: the data's), their estimates and
 // standard errors in fitting scale over the fitted parameters, and the subjects it leaves out.
 type IndependentFits struct {
 	IDs      []string
 	Scaled   map[string][]float64 // by subject, the fitted parameters' order
 	SE       map[string][]float64 // by subject, where every standard error is known
 	Excluded map[string]string    // subject → why it is left out
+}
+
+// SortBy orders IDs as they come in order (the data set's subjects), those not in it last in
+// their order: a results file holds its subjects in the order their fits ended, which varies
+// from run to run, and the population fit's estimates and draws follow the order of IDs.
+func (in *IndependentFits) SortBy(order []string) {
+	pos := make(map[string]int, len(order))
+	for i, id := range order {
+		pos[id] = i
+	}
+	rank := func(id string) int {
+		if i, ok := pos[id]; ok {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(in.IDs, func(a, b string) int { return rank(a) - rank(b) })
 }
 
 // Rows returns the estimates of IDs, in their order.

@@ -194,6 +194,12 @@ func (pf *popFlags) run(ctx context.Context, e *likelihood.Evaluator, fopts fit.
 		return err
 	}
 	in := population.Independent(recs, e.Spec(), fitter.Fitted())
+	order := all // the data's order; a resumed run keeps its own (earlier versions took the file's)
+	if prev, _, err := population.ReadSteps(filepath.Join(pf.out, popSteps)); err == nil && pf.resume &&
+		slices.Equal(slices.Sorted(slices.Values(prev.Subjects)), slices.Sorted(slices.Values(in.IDs))) {
+		order = prev.Subjects
+	}
+	in.SortBy(order)
 	for _, id := range slices.Sorted(maps.Keys(in.Excluded)) {
 		fmt.Fprintf(stderr, "warning: subject %s is left out of the population: %s\n", id, in.Excluded[id])
 	}
