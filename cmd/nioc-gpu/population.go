@@ -195,9 +195,11 @@ func (pf *popFlags) run(ctx context.Context, e *likelihood.Evaluator, fopts fit.
 	}
 	in := population.Independent(recs, e.Spec(), fitter.Fitted())
 	order := all // the data's order; a resumed run keeps its own (earlier versions took the file's)
-	if prev, _, err := population.ReadSteps(filepath.Join(pf.out, popSteps)); err == nil && pf.resume &&
-		slices.Equal(slices.Sorted(slices.Values(prev.Subjects)), slices.Sorted(slices.Values(in.IDs))) {
-		order = prev.Subjects
+	if pf.resume {
+		if prev, _, err := population.ReadSteps(filepath.Join(pf.out, popSteps)); err == nil &&
+			slices.Equal(slices.Sorted(slices.Values(prev.Subjects)), slices.Sorted(slices.Values(in.IDs))) {
+			order = prev.Subjects
+		}
 	}
 	in.SortBy(order)
 	for _, id := range slices.Sorted(maps.Keys(in.Excluded)) {
