@@ -730,7 +730,7 @@ func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*reque
 	for k, i := range order {
 		dataRows[k], thetas[k] = rows[reqs[i].row], reqs[i].theta
 	}
-	ll, grad, err := f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
+	ll, grad, err := f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most, Keep: true})
 	if err != nil {
 		return nil, nil, err
 	}

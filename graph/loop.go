@@ -161,6 +161,17 @@ func (tp *Tape) Input(data []float64, k int, batch []int, grad bool) *Value {
 	return v
 }
 
+// Borrow is Input of a tensor t of dimensions [k, batch...] that the caller made (NewTensor)
+// and frees: the tape reads it but never releases it, so that data uploaded once, whose
+// device buffer t keeps after its first run, serves many tapes without another upload. t may
+// be nil on a dry tape. It is never differentiated.
+func (tp *Tape) Borrow(t *tensors.Tensor, k int, batch []int) *Value {
+	if tp.dry {
+		t = nil
+	}
+	return &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch)}
+}
+
 // Series uploads data, steps groups of k values each of dimensions batch laid out as
 // [steps][k][batch...], as one value per step (see Input).
 func (tp *Tape) Series(data []float64, steps, k int, batch []int, grad bool) []*Value {

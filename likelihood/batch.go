@@ -26,6 +26,12 @@ type Batching struct {
 	// are slow (XLA) every chunk has the same size, at most Most rows, so that one graph is
 	// compiled for all calls.
 	Most int
+	// Keep says that the trials of the rows do not change between calls (a fit's subjects, a
+	// sampler's): a chunk whose rows are those of a chunk of the last call reuses its packed
+	// data and, in the looped form, the tensors uploaded for it (keep.go), so that on an
+	// accelerator the trials stay on the device. A row is known by its slice: the caller must
+	// not change a row's trials in place while it keeps them.
+	Keep bool
 }
 
 // EvalRows returns the log-likelihood of the trials rows[i] at the parameters theta[i] (fitting
@@ -77,6 +83,11 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	ll := make([]float64, len(rows))
 	grad := make([][]float64, len(rows))
 	errs := make([]error, n)
+	var call uint64
+	if b.Keep {
+		call = e.kept.begin()
+		defer e.kept.end(call)
+	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	for c := range n {
@@ -93,7 +104,17 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 				k := min(start+i, end-1) // pad with copies of the last row
 				dataRows[i], thetas[i] = rows[k], theta[k]
 			}
-			d, err := e.prepare(dataRows, trials, steps)
+			var d *Data
+			var err error
+			if b.Keep {
+				var key string
+				d, key, err = e.kept.get(call, dataRows, trials, steps, func() (*Data, error) { return e.prepare(dataRows, trials, steps) })
+				if err == nil {
+					defer e.kept.put(key)
+				}
+			} else {
+				d, err = e.prepare(dataRows, trials, steps)
+			}
 			if err != nil {
 				errs[c] = err
 				return

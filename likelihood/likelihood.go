@@ -206,6 +206,7 @@ type Evaluator struct {
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
 	chunks  chunkPlanner            // EvalRows' chunk sizes on the Go backend
+	kept    dataCache               // EvalRows' kept chunks (Batching.Keep)
 	flat    flatGraphs              // TrialScores' graphs declared for flat chunks (FlatChunks)
 	shapes  []loopedShape           // the looped form's compiled shapes (TrialScores reuses them)
 }

@@ -352,16 +352,34 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 func (e *Evaluator) loopedInputs(tp *graph.Tape, d *Data, flat []float64, nominal *control.Policy) flowInputs {
 	p, n, k := len(e.spec.Params), len(e.spec.States), len(e.spec.Controls)
 	T, P, N := d.Steps, d.Rows, d.Trials
-	in := flowInputs{
-		theta: tp.Input(flat, p, []int{P, 1}, true),
-		X:     tp.Series(d.states, T+1, n, []int{P, N}, false),
-		mask:  tp.Input(d.mask, 1, []int{P, N}, false),
-	}
+	in := flowInputs{theta: tp.Input(flat, p, []int{P, 1}, true)}
 	if e.opts.Linearize == LinearizeILQG {
 		one := []int{P, 1}
 		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)
 		in.Lprev = tp.Series(nominal.Gain, T, k*n, one, false)
 	}
+	if d.kept != nil { // uploaded once for all the evaluations of a kept chunk
+		kept := d.residentInputs(n)
+		borrow := func(ts []*tensors.Tensor, k int, cols int) []*graph.Value {
+			out := make([]*graph.Value, len(ts))
+			for t, x := range ts {
+				out[t] = tp.Borrow(x, k, []int{P, cols})
+			}
+			return out
+		}
+		in.X, in.mask = borrow(kept.X, n, N), tp.Borrow(kept.mask, 1, []int{P, N})
+		if kept.running != nil {
+			in.running = borrow(kept.running, 1, N)
+		}
+		if kept.ends != nil {
+			in.ends = borrow(kept.ends, 1, N)
+		}
+		if kept.nominal != nil {
+			in.nominal = borrow(kept.nominal, n, len(d.nominal)/((T+1)*n*P))
+		}
+		return in
+	}
+	in.X, in.mask = tp.Series(d.states, T+1, n, []int{P, N}, false), tp.Input(d.mask, 1, []int{P, N}, false)
 	if d.running != nil {
 		in.running = tp.Series(d.running, T, 1, []int{P, N}, false)
 	}

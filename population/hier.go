@@ -122,7 +122,7 @@ func (h *Hierarchical) LogDensity(ys [][]float64) ([]float64, [][]float64, error
 			thetas = append(thetas, h.sel.Full(theta[i]))
 		}
 	}
-	ll, grad, err := h.e.EvalRows(rows, thetas, likelihood.Batching{Trials: h.trials, MaxBatch: h.maxBatch, Most: len(rows)})
+	ll, grad, err := h.e.EvalRows(rows, thetas, likelihood.Batching{Trials: h.trials, MaxBatch: h.maxBatch, Most: len(rows), Keep: true})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -354,7 +354,7 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits []
 			}
 			rows[i], thetas[i] = batch[groups[i]].Trials, s.sel.Full(at)
 		}
-		ll, grad, err := s.e.EvalRows(rows, thetas, likelihood.Batching{Trials: trials, MaxBatch: s.opts.MaxBatch, Most: most})
+		ll, grad, err := s.e.EvalRows(rows, thetas, likelihood.Batching{Trials: trials, MaxBatch: s.opts.MaxBatch, Most: most, Keep: true})
 		if err != nil {
 			return nil, nil, err
 		}
