@@ -41,11 +41,7 @@ const (
 	// not the likelihood's agent its posterior is then as wide as fit's default intervals,
 	// which cover the truth on other agents' data (docs/intervals.md), where the curvature
 	// adjustment's do not. As for AdjustCurvature, ℓ's shape is kept and it is never narrowed.
-	// J may be missing (too few trials): the correlations are then H⁻¹'s. Where fit's interval
-	// reaches beyond (θ̂ − Bias) ± t·SE, because it joins the intervals around the likelihood's
-	// other peaks or is the profile interval of an estimate on a bound, m and D are those of
-	// the normal whose 95 % interval holds both (towardInterval): the posterior spans the
-	// peaks fit's interval joined, rather than the one peak the fit picked.
+	// J may be missing (too few trials): the correlations are then H⁻¹'s.
 	AdjustBootstrap = "bootstrap"
 )
 

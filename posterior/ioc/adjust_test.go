@@ -454,29 +454,6 @@ func TestBootstrapAdjustmentKeepsTheTemperature(t *testing.T) {
 	assert.InDelta(t, math.Max(math.Sqrt(S.At(1, 1)), sdH[1]), math.Sqrt(cov.At(1, 1)), 0.5*sdH[1], "the temperature's is the sandwich's, not 50 times the likelihood's")
 	assert.Less(t, a.sdRatio[1], 5.0)
 
-	// fit's interval joined a second peak above the estimate: the adjustment spans both.
-	z := distuv.UnitNormal.Quantile(0.975)
-	m0 := fits[0].Scaled["action_cost"] - 20*sdH[0]
-	est.CI95 = map[string][2]float64{
-		"action_cost": {m0 - z*50*sdH[0], m0 + z*50*sdH[0] + 100*sdH[0]},
-		"temperature": {-100, 100}, // a nuisance's interval is not used
-	}
-	opts.Init = map[string]Estimate{"a": est}
-	s, err = New(e, opts)
-	require.NoError(t, err)
-	adjs, notes = s.adjustments([]fit.Subject{sub}, fits)
-	require.NotNil(t, adjs[0], notes[0])
-	wide := adjs[0]
-	assert.InDelta(t, m0+50*sdH[0], wide.mode[0], 1e-9, "the mode is the joined interval's midpoint")
-	assert.InDelta(t, fits[0].Scaled["temperature"], wide.mode[1], 1e-12)
-	require.NoError(t, Ci.Inverse(wide.C))
-	cov.Product(&Ci, &Hi, Ci.T())
-	assert.InDelta(t, 50*sdH[0]+50*sdH[0]/z, math.Sqrt(cov.At(0, 0)), 1e-6*sdH[0], "the sd is the joined interval's half-width over z")
-	est.CI95 = nil
-	opts.Init = map[string]Estimate{"a": est}
-	s, err = New(e, opts)
-	require.NoError(t, err)
-
 	// A Hessian that is not positive definite (the temperature on its bound, the likelihood
 	// still rising past it): the cost is adjusted by its own block, the temperature left alone.
 	bad := fits[0]
@@ -499,34 +476,6 @@ func TestBootstrapAdjustmentKeepsTheTemperature(t *testing.T) {
 	adjs, notes = s.adjustments([]fit.Subject{sub}, []fit.Result{bad})
 	assert.Nil(t, adjs[0])
 	assert.Contains(t, notes[0], "not positive definite")
-}
-
-func TestTowardInterval(t *testing.T) {
-	z := distuv.UnitNormal.Quantile(0.975)
-	for _, c := range []struct {
-		name     string
-		ci       [2]float64
-		mode, sd float64 // want
-	}{
-		{"fit's own interval", [2]float64{1 - z*0.5, 1 + z*0.5}, 1, 0.5},
-		{"within it", [2]float64{0.9, 1.1}, 1, 0.5},
-		{"joined a peak above", [2]float64{1 - z*0.5, 3}, (1 - z*0.5 + 3) / 2, (3 - 1 + z*0.5) / (2 * z)},
-		{"joined a peak below", [2]float64{-2, 1 + z*0.5}, (-2 + 1 + z*0.5) / 2, (1 + z*0.5 + 2) / (2 * z)},
-		{"profile from a bound inward, past the normal's end", [2]float64{1, 2.5}, (1 - z*0.5 + 2.5) / 2, (2.5 - 1 + z*0.5) / (2 * z)},
-		{"an infinite end", [2]float64{math.Inf(-1), 2}, 1, 0.5},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			m, sd := towardInterval(1, 0.5, c.ci)
-			assert.InDelta(t, c.mode, m, 1e-12)
-			assert.InDelta(t, c.sd, sd, 1e-12)
-			assert.LessOrEqual(t, m-z*sd, math.Max(c.ci[0], 1-z*0.5)+1e-12, "holds fit's interval and the normal's")
-			if !math.IsInf(c.ci[0], 0) {
-				assert.LessOrEqual(t, m-z*sd, c.ci[0]+1e-12)
-				assert.GreaterOrEqual(t, m+z*sd, c.ci[1]-1e-12)
-			}
-			assert.GreaterOrEqual(t, sd, 0.5, "never narrower")
-		})
-	}
 }
 
 // TestAdjustmentBoxed: where θ̂ + C(x − m) leaves the box, the likelihood is taken on the

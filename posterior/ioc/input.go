@@ -113,7 +113,7 @@ func ReadInit(path string, spec models.Spec, subjects, sampled []string) (map[st
 		// the estimates and the values the fit held fixed
 		est := Estimate{Scaled: r.Scaled(spec), StdErr: r.StdErr, DataDigest: r.DataDigest}
 		if r.Bootstrap != nil {
-			est.Bias, est.DOF, est.CI95 = r.Bootstrap.Bias, r.Bootstrap.DOF, r.CI95
+			est.Bias, est.DOF = r.Bootstrap.Bias, r.Bootstrap.DOF
 		}
 		for _, name := range sampled {
 			if _, ok := est.Scaled[name]; !ok && !slices.Contains(absent, name) {

@@ -77,11 +77,6 @@ type Estimate struct {
 	// degrees of freedom of each interval's Student t (fit.Bootstrap), where the fit ran one;
 	// StdErr is then the bootstrap's. AdjustBootstrap needs them.
 	Bias, DOF map[string]float64
-	// CI95 is fit's 95 % interval of each parameter (fitting scale), where it reported one.
-	// AdjustBootstrap widens toward it where it is wider than the bootstrap's normal interval:
-	// where it joins the likelihood's other peaks or is the profile interval of an estimate
-	// on a bound of its box.
-	CI95 map[string][2]float64
 	// DataDigest is the data the estimate was fitted to (fit.Record.DataDigest); empty where
 	// the results file does not say.
 	DataDigest string

@@ -177,23 +177,6 @@ func (s *Sampler) adjustments(batch []fit.Subject, fits []fit.Result) ([]*adjust
 	return adj, notes
 }
 
-// towardInterval returns the mode and standard deviation of a normal whose 95 % interval is
-// the smallest that holds both mode ± z·sd (z the normal's 97.5 % quantile) and fit's interval
-// ci: mode and sd themselves where ci lies within the first, as it does unless fit joined
-// the intervals around the likelihood's other peaks within the bootstrap's gap or took the
-// profile interval of an estimate on a bound of its box (fit.Bootstrap, fit.Profile). The
-// posterior then spans what fit's interval spans, as ℓ_adj's normal approximation is meant to.
-func towardInterval(mode, sd float64, ci [2]float64) (float64, float64) {
-	z := distuv.UnitNormal.Quantile(0.975)
-	lo, hi := mode-z*sd, mode+z*sd
-	tol := 1e-9 * sd
-	if !(ci[0] < lo-tol || ci[1] > hi+tol) || math.IsInf(ci[0], 0) || math.IsInf(ci[1], 0) {
-		return mode, sd
-	}
-	lo, hi = math.Min(lo, ci[0]), math.Max(hi, ci[1])
-	return (lo + hi) / 2, (hi - lo) / (2 * z)
-}
-
 // bootstrapAdjustment returns subject id's AdjustBootstrap adjustment at center from the
 // bootstrap of its estimate in Options.Init and the Laplace approximation r there. The policy
 // noise's temperature, a nuisance parameter, keeps the sandwich's width and its estimate: the
@@ -217,9 +200,6 @@ func (s *Sampler) bootstrapAdjustment(id string, center []float64, r fit.Result)
 		mode[k], sd[k] = center[k]-bias, se
 		if dof, ok := est.DOF[name]; ok && dof > 0 {
 			sd[k] *= distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(0.975) / distuv.UnitNormal.Quantile(0.975)
-		}
-		if ci, ok := est.CI95[name]; ok {
-			mode[k], sd[k] = towardInterval(mode[k], sd[k], ci)
 		}
 	}
 	if r.HessianPD {
