@@ -107,10 +107,10 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 			var d *Data
 			var err error
 			if b.Keep {
-				var key string
-				d, key, err = e.kept.get(call, dataRows, trials, steps, func() (*Data, error) { return e.prepare(dataRows, trials, steps) })
+				var k *keptData
+				d, k, err = e.kept.get(call, dataRows, trials, steps, func() (*Data, error) { return e.prepare(dataRows, trials, steps) })
 				if err == nil {
-					defer e.kept.put(key)
+					defer e.kept.put(k)
 				}
 			} else {
 				d, err = e.prepare(dataRows, trials, steps)

@@ -73,7 +73,9 @@ type dataCache struct {
 }
 
 type keptData struct {
-	d *Data
+	d   *Data
+	err error         // why prepare failed
+	ok  chan struct{} // closed when d (or err) is set
 	// rows are the chunk's rows, held so that the memory by which the key knows them is not
 	// reused for other trials while the entry lives.
 	rows [][][][]float64
@@ -109,8 +111,9 @@ func (c *dataCache) begin() uint64 {
 }
 
 // get returns the kept Data of the chunk rows in call, preparing it with prepare where no
-// entry holds it; put must follow when its evaluation is done.
-func (c *dataCache) get(call uint64, rows [][][][]float64, trials, steps int, prepare func() (*Data, error)) (*Data, string, error) {
+// entry holds it (a chunk asked for again while it is being prepared waits for it); put must
+// follow with the entry when its evaluation is done, unless get returned an error.
+func (c *dataCache) get(call uint64, rows [][][][]float64, trials, steps int, prepare func() (*Data, error)) (*Data, *keptData, error) {
 	key := rowsKey(rows, trials, steps)
 	c.mu.Lock()
 	if k, ok := c.entries[key]; ok {
@@ -118,31 +121,36 @@ func (c *dataCache) get(call uint64, rows [][][][]float64, trials, steps int, pr
 		k.used = max(k.used, call)
 		c.hits++
 		c.mu.Unlock()
-		return k.d, key, nil
+		<-k.ok
+		if k.err != nil {
+			return nil, nil, k.err
+		}
+		return k.d, k, nil
 	}
+	k := &keptData{ok: make(chan struct{}), rows: rows, refs: 1, used: call}
+	c.entries[key] = k
 	c.misses++
 	c.mu.Unlock()
 	d, err := prepare()
 	if err != nil {
-		return nil, "", err
+		c.mu.Lock()
+		delete(c.entries, key)
+		c.mu.Unlock()
+		k.err = err
+		close(k.ok)
+		return nil, nil, err
 	}
 	d.kept = &keptInputs{}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k, ok := c.entries[key]; ok { // another call prepared it meanwhile
-		k.refs++
-		k.used = max(k.used, call)
-		return k.d, key, nil
-	}
-	c.entries[key] = &keptData{d: d, rows: rows, refs: 1, used: call}
-	return d, key, nil
+	k.d = d
+	close(k.ok)
+	return d, k, nil
 }
 
-// put ends an evaluation of the entry key.
-func (c *dataCache) put(key string) {
+// put ends an evaluation of the entry k.
+func (c *dataCache) put(k *keptData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[key].refs--
+	k.refs--
 }
 
 // end ends call: it frees every entry that no evaluation uses and this call did not use, so

@@ -94,6 +94,13 @@ func TestEvalRowsKeep(t *testing.T) {
 			assert.Equal(t, 2, shared, "the chunks of a and b are the first call's")
 			call(kept, [][][][]float64{copyB}, 0, true)
 			assert.Equal(t, 1, keptChunks(kept), "a call frees the chunks it does not use")
+			// A chunk that cannot be prepared is an error each time, and never kept.
+			bad := [][][]float64{subjA[0][:1]}
+			for range 2 {
+				_, _, err := kept.EvalRows([][][][]float64{bad, bad}, [][]float64{theta, theta}, Batching{MaxBatch: 3, Keep: true})
+				assert.ErrorContains(t, err, "at least 2 states")
+			}
+			assert.Equal(t, 0, keptChunks(kept))
 		})
 	}
 }
