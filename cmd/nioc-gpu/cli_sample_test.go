@@ -66,6 +66,7 @@ func TestCLISample(t *testing.T) {
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "sampling linear (ours, partial observability) for 2 subject(s): 2 chains × (20 warm-up + 15 draws); sampled: action_cost, motor_noise, obs_noise; priors: uniform")
 		assert.Contains(t, r.stderr, "done: 2 subject(s) in "+out)
+		assert.Contains(t, r.stderr, "note: without --init the likelihood is widened by its curvature alone", "points to fit's intervals")
 		// 30 draws are far too few: every parameter warns of its bulk ESS, naming subject and parameter.
 		for _, s := range []string{"1", "2"} {
 			for _, p := range params {
@@ -255,7 +256,8 @@ func TestCLISample(t *testing.T) {
 		}
 		// By default (auto) too, since the fit ran the bootstrap: the same draws.
 		auto := filepath.Join(tmp, "auto")
-		cliSample(t, long, auto, "--init", fitOut)
+		r := cliSample(t, long, auto, "--init", fitOut)
+		assert.NotContains(t, r.stderr, "note: without --init")
 		assert.Equal(t, "bootstrap", cliSummary(t, auto)["run"].(map[string]any)["adjust"])
 		assert.Equal(t, mustRead(t, filepath.Join(out, "draws.csv")), mustRead(t, filepath.Join(auto, "draws.csv")))
 	})
