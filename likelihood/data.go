@@ -24,10 +24,10 @@ type Data struct {
 	mask                []float64 // [P][N]: 1 for a real trial, 0 for padding
 	initial             [][]float64
 	// Trials of their own length; all nil when every trial has Steps steps.
-	running []float64   // [T][P][N]: 1 where step t (t → t+1) of the trial is observed
-	ends    []float64   // [T][P][N]: 1 where the trial ends after step t (HorizonTrial)
-	nominal []float64   // LinearizeMean: [T+1][n][P][N or 1], see meanNominal
-	kept    *keptInputs // non-nil for a chunk EvalRows keeps (Batching.Keep): its uploaded inputs
+	running []float64    // [T][P][N]: 1 where step t (t → t+1) of the trial is observed
+	ends    []float64    // [T][P][N]: 1 where the trial ends after step t (HorizonTrial)
+	nominal []float64    // LinearizeMean: [T+1][n][P][N or 1], see meanNominal
+	kept    *dataTensors // non-nil for a chunk EvalRows keeps (Batching.Keep): its uploaded inputs
 }
 
 // Varying reports whether d has trials shorter than Steps.

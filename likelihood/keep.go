@@ -18,43 +18,55 @@ import (
 // packing and uploading took half the wall time of a 100-subject fit (docs/backends.md,
 // "Where a GPU fit's time goes").
 
-// keptInputs are the looped form's inputs of a kept Data, made once and freed by release.
-type keptInputs struct {
-	once                      sync.Once
+// dataTensors are the looped form's inputs of a Data's trials: one tensor per step of the
+// states and, for trials of their own length, of the steps observed, the ends and
+// LinearizeMean's nominal (cols columns: N, or 1 with HorizonTask), and the mask.
+type dataTensors struct {
+	once                      sync.Once // a kept Data's are made once (Data.tensors)
 	X, running, ends, nominal []*tensors.Tensor
 	mask                      *tensors.Tensor
+	cols                      int
 }
 
-// residentInputs returns d's kept inputs, making them on first use.
-func (d *Data) residentInputs(n int) *keptInputs {
-	k := d.kept
-	k.once.Do(func() {
-		T, P, N := d.Steps, d.Rows, d.Trials
-		series := func(data []float64, steps, size int, dims ...int) []*tensors.Tensor {
-			out := make([]*tensors.Tensor, steps)
-			for t := range out {
-				out[t] = graph.NewTensor(data[t*size:(t+1)*size], dims...)
-			}
-			return out
-		}
-		k.X = series(d.states, T+1, n*P*N, n, P, N)
-		k.mask = graph.NewTensor(d.mask, 1, P, N)
-		if d.running != nil {
-			k.running = series(d.running, T, P*N, 1, P, N)
-		}
-		if d.ends != nil {
-			k.ends = series(d.ends, T, P*N, 1, P, N)
-		}
-		if d.nominal != nil {
-			cols := len(d.nominal) / ((T + 1) * n * P)
-			k.nominal = series(d.nominal, T+1, n*P*cols, n, P, cols)
-		}
-	})
-	return k
+// tensors returns the looped form's inputs of d (n states) and a function that frees them
+// when the evaluation is done: a kept chunk's (Batching.Keep) are made on first use and live
+// as long as its entry (release), so the function does nothing for them.
+func (d *Data) tensors(n int) (*dataTensors, func()) {
+	if d.kept == nil {
+		k := &dataTensors{}
+		k.make(d, n)
+		return k, k.release
+	}
+	d.kept.once.Do(func() { d.kept.make(d, n) })
+	return d.kept, func() {}
 }
 
-// release frees the device memory of d's kept inputs.
-func (k *keptInputs) release() {
+// make fills k with d's tensors.
+func (k *dataTensors) make(d *Data, n int) {
+	T, P, N := d.Steps, d.Rows, d.Trials
+	series := func(data []float64, steps, size int, dims ...int) []*tensors.Tensor {
+		out := make([]*tensors.Tensor, steps)
+		for t := range out {
+			out[t] = graph.NewTensor(data[t*size:(t+1)*size], dims...)
+		}
+		return out
+	}
+	k.X = series(d.states, T+1, n*P*N, n, P, N)
+	k.mask = graph.NewTensor(d.mask, 1, P, N)
+	if d.running != nil {
+		k.running = series(d.running, T, P*N, 1, P, N)
+	}
+	if d.ends != nil {
+		k.ends = series(d.ends, T, P*N, 1, P, N)
+	}
+	if d.nominal != nil {
+		k.cols = len(d.nominal) / ((T + 1) * n * P)
+		k.nominal = series(d.nominal, T+1, n*P*k.cols, n, P, k.cols)
+	}
+}
+
+// release frees the device memory of k's tensors.
+func (k *dataTensors) release() {
 	for _, group := range [][]*tensors.Tensor{k.X, k.running, k.ends, k.nominal, {k.mask}} {
 		for _, t := range group {
 			if t != nil {
@@ -140,7 +152,7 @@ func (c *dataCache) get(call uint64, rows [][][][]float64, trials, steps int, pr
 		close(k.ok)
 		return nil, nil, err
 	}
-	d.kept = &keptInputs{}
+	d.kept = &dataTensors{}
 	k.d = d
 	close(k.ok)
 	return d, k, nil

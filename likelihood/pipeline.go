@@ -326,9 +326,11 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 			err = fmt.Errorf("evaluating %s: %v", e.spec.Name, r)
 		}
 	}()
+	data, release := d.tensors(len(e.spec.States))
+	defer release()
 	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
-		total := e.pipeline(dry, e.loopedInputs(dry, d, flat, nominal))
+		total := e.pipeline(dry, e.loopedInputs(dry, data, d, flat, nominal))
 		if !e.opts.ValueOnly {
 			dry.Backward(total)
 		}
@@ -338,7 +340,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	if !e.opts.ForwardGradient && nominal == nil {
 		e.noteShape(d)
 	}
-	in := e.loopedInputs(tp, d, flat, nominal)
+	in := e.loopedInputs(tp, data, d, flat, nominal)
 	total := e.pipeline(tp, in)
 	loglik = tp.Fetch(total)
 	if e.opts.ValueOnly {
@@ -348,8 +350,9 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	return loglik, tp.Grad(in.theta), nil
 }
 
-// loopedInputs uploads d, the parameter vectors flat and the nominal policy to tp.
-func (e *Evaluator) loopedInputs(tp *graph.Tape, d *Data, flat []float64, nominal *control.Policy) flowInputs {
+// loopedInputs gives tp d's tensors data (Data.tensors), the parameter vectors flat and the
+// nominal policy.
+func (e *Evaluator) loopedInputs(tp *graph.Tape, data *dataTensors, d *Data, flat []float64, nominal *control.Policy) flowInputs {
 	p, n, k := len(e.spec.Params), len(e.spec.States), len(e.spec.Controls)
 	T, P, N := d.Steps, d.Rows, d.Trials
 	in := flowInputs{theta: tp.Input(flat, p, []int{P, 1}, true)}
@@ -358,37 +361,19 @@ func (e *Evaluator) loopedInputs(tp *graph.Tape, d *Data, flat []float64, nomina
 		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)
 		in.Lprev = tp.Series(nominal.Gain, T, k*n, one, false)
 	}
-	if d.kept != nil { // uploaded once for all the evaluations of a kept chunk
-		kept := d.residentInputs(n)
-		borrow := func(ts []*tensors.Tensor, k int, cols int) []*graph.Value {
-			out := make([]*graph.Value, len(ts))
-			for t, x := range ts {
-				out[t] = tp.Borrow(x, k, []int{P, cols})
-			}
-			return out
+	borrow := func(ts []*tensors.Tensor, k, cols int) []*graph.Value {
+		if ts == nil {
+			return nil
 		}
-		in.X, in.mask = borrow(kept.X, n, N), tp.Borrow(kept.mask, 1, []int{P, N})
-		if kept.running != nil {
-			in.running = borrow(kept.running, 1, N)
+		out := make([]*graph.Value, len(ts))
+		for t, x := range ts {
+			out[t] = tp.Borrow(x, k, []int{P, cols})
 		}
-		if kept.ends != nil {
-			in.ends = borrow(kept.ends, 1, N)
-		}
-		if kept.nominal != nil {
-			in.nominal = borrow(kept.nominal, n, len(d.nominal)/((T+1)*n*P))
-		}
-		return in
+		return out
 	}
-	in.X, in.mask = tp.Series(d.states, T+1, n, []int{P, N}, false), tp.Input(d.mask, 1, []int{P, N}, false)
-	if d.running != nil {
-		in.running = tp.Series(d.running, T, 1, []int{P, N}, false)
-	}
-	if d.ends != nil {
-		in.ends = tp.Series(d.ends, T, 1, []int{P, N}, false)
-	}
-	if d.nominal != nil {
-		in.nominal = tp.Series(d.nominal, T+1, n, []int{P, len(d.nominal) / ((T + 1) * n * P)}, false)
-	}
+	in.X, in.mask = borrow(data.X, n, N), tp.Borrow(data.mask, 1, []int{P, N})
+	in.running, in.ends = borrow(data.running, 1, N), borrow(data.ends, 1, N)
+	in.nominal = borrow(data.nominal, n, data.cols)
 	return in
 }
 

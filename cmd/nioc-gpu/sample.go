@@ -142,7 +142,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return usagef("--adjust bootstrap needs --init FIT.jsonl: the results of nioc-gpu fit (its default --uncertainty bootstrap) on the same data")
 	}
 	if f.adjust == ioc.AdjustAuto && !fromFit {
-		fmt.Fprintln(stderr, "note: without --init the likelihood is widened by its curvature alone, whose 90 % intervals covered 77-88 % of the parameters of our own agent's data (pendulum, navigation) and far fewer of other agents'; for intervals that hold, pass --init with the results of nioc-gpu fit on the same data (docs/posterior.md)")
+		fmt.Fprintln(stderr, "note: without --init the likelihood is widened by its curvature alone, whose 90 % intervals covered 76-88 % of each parameter of our own agent's data (pendulum, navigation) and far fewer of other agents'; for intervals that hold, pass --init with the results of nioc-gpu fit on the same data (docs/posterior.md)")
 	}
 	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense",
 		MaxDepth: f.maxDepth, TargetAccept: f.targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
