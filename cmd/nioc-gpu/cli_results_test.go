@@ -134,7 +134,7 @@ func TestCLIHelpListsOnlyUsedFlags(t *testing.T) {
 			[]string{"restarts", "max-iter", "seed", "infer", "fix", "resume", "shard", "quiet"}},
 		{"fit", slices.Concat([]string{"restarts", "seed", "max-iter", "checkpoint-every"}, likelihoodFlags, subjectFlags),
 			[]string{"force", "params", "trials", "subjects", "steps", "chains", "draws", "vary", "truth"}},
-		{"sample", slices.Concat([]string{"chains", "warmup", "draws", "prior", "init", "force", "seed"}, likelihoodFlags, subjectFlags),
+		{"sample", slices.Concat([]string{"chains", "warmup", "draws", "prior", "init", "fit-restarts", "force", "seed"}, likelihoodFlags, subjectFlags),
 			[]string{"restarts", "max-iter", "checkpoint-every", "params", "trials"}},
 		{"eval", []string{"sets", "methods", "linearize", "restarts", "max-iter", "observe", "backend", "shard", "quiet", "truth", "out"},
 			[]string{"planner", "method", "form", "first-order-noise", "ignore-gaps", "nominal-filter", "belief-prior", "jitter", "temperature", "data", "infer", "fix", "resume", "force", "max-batch", "checkpoint-every"}},

@@ -14,7 +14,9 @@ import (
 )
 
 // cliSampleArgs are the flags of a small, fast sampling run of the linear task.
-var cliSampleArgs = []string{"--task", "linear", "--temperature", "task", "--chains", "2", "--warmup", "20", "--draws", "15", "--quiet"}
+// cliSampleArgs start the chains by climbs (--init optimize), which skips the default's fit
+// (TestCLISampleInitFit tests that); a later --init replaces it.
+var cliSampleArgs = []string{"--task", "linear", "--temperature", "task", "--chains", "2", "--warmup", "20", "--draws", "15", "--quiet", "--init", "optimize"}
 
 // cliSample samples data into the directory out and returns the result.
 func cliSample(t *testing.T, data, out string, args ...string) cliResult {
@@ -66,7 +68,7 @@ func TestCLISample(t *testing.T) {
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "sampling linear (ours, partial observability) for 2 subject(s): 2 chains × (20 warm-up + 15 draws); sampled: action_cost, motor_noise, obs_noise; priors: uniform")
 		assert.Contains(t, r.stderr, "done: 2 subject(s) in "+out)
-		assert.Contains(t, r.stderr, "note: without --init the likelihood is widened by its curvature alone", "points to fit's intervals")
+		assert.Contains(t, r.stderr, "note: with --init optimize the likelihood is widened by its curvature alone", "points to fit's intervals")
 		// 30 draws are far too few: every parameter warns of its bulk ESS, naming subject and parameter.
 		for _, s := range []string{"1", "2"} {
 			for _, p := range params {
@@ -257,9 +259,38 @@ func TestCLISample(t *testing.T) {
 		// By default (auto) too, since the fit ran the bootstrap: the same draws.
 		auto := filepath.Join(tmp, "auto")
 		r := cliSample(t, long, auto, "--init", fitOut)
-		assert.NotContains(t, r.stderr, "note: without --init")
+		assert.NotContains(t, r.stderr, "by its curvature alone")
 		assert.Equal(t, "bootstrap", cliSummary(t, auto)["run"].(map[string]any)["adjust"])
 		assert.Equal(t, mustRead(t, filepath.Join(out, "draws.csv")), mustRead(t, filepath.Join(auto, "draws.csv")))
+
+		// The default, --init fit, runs that fit itself (same restarts and seed) into
+		// OUT/fit.jsonl: the same estimates, the same adjustment, the same draws.
+		own := filepath.Join(tmp, "own")
+		r = cliOK(t, "sample", "--task", "linear", "--temperature", "task", "--chains", "2", "--warmup", "20", "--draws", "15",
+			"--fit-restarts", "2", "--data", long, "--out", own)
+		assert.Contains(t, r.stderr, "fitting first (--init fit): 2 restarts a subject")
+		assert.NotContains(t, r.stderr, "by its curvature alone")
+		ownFit := filepath.Join(own, "fit.jsonl")
+		assert.Equal(t, cliJSONLines(t, cliLines(t, fitOut)[0])[0]["params"], cliJSONLines(t, cliLines(t, ownFit)[0])[0]["params"])
+		assert.FileExists(t, filepath.Join(own, "fit.csv"))
+		run := cliSummary(t, own)["run"].(map[string]any)
+		assert.Equal(t, "bootstrap", run["adjust"])
+		assert.Equal(t, ownFit, run["init"], "the summary names the fit its chains started from")
+		assert.Equal(t, mustRead(t, filepath.Join(out, "draws.csv")), mustRead(t, filepath.Join(own, "draws.csv")))
+
+		// Its fit is an output: refused without --resume or --force, continued by --resume,
+		// made again by --force.
+		again := []string{"sample", "--task", "linear", "--temperature", "task", "--chains", "2", "--warmup", "20", "--draws", "15",
+			"--fit-restarts", "2", "--data", long, "--out", own}
+		bad := cliRun(t, again...)
+		assert.Equal(t, 2, bad.code)
+		assert.Contains(t, bad.stderr, "exists; use --resume to continue that run, --force to replace it")
+		r = cliOK(t, append(again, "--resume")...)
+		assert.Contains(t, r.stderr, "resuming: 1 subject(s) already in "+ownFit)
+		require.NoError(t, os.WriteFile(ownFit, nil, 0o644)) // --force must not read it
+		r = cliOK(t, append(again, "--force")...)
+		assert.NotContains(t, r.stderr, "resuming")
+		assert.Equal(t, cliJSONLines(t, cliLines(t, fitOut)[0])[0]["params"], cliJSONLines(t, cliLines(t, ownFit)[0])[0]["params"], "refitted")
 	})
 }
 
@@ -391,7 +422,7 @@ func TestCLISampleErrors(t *testing.T) {
 		{"--adjust bootstrap without --init", []string{"--adjust", "bootstrap"}, 2, []string{"--adjust bootstrap needs --init FIT.jsonl"}},
 		{"--adjust bootstrap from fits without it", []string{"--adjust", "bootstrap", "--init", noBootstrap}, 1,
 			[]string{"--adjust bootstrap: subject 1's fit in " + noBootstrap + " ran no parametric bootstrap"}},
-		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs optimize, dispersed or a results file"}},
+		{"--init empty", []string{"--init", ""}, 2, []string{"--init needs fit, optimize, dispersed or a results file"}},
 		{"--init missing", []string{"--init", filepath.Join(dir, "nope.jsonl")}, 1, []string{"nope.jsonl"}},
 		{"--init not a results file", []string{"--init", data}, 1, []string{data, "not a results record"}},
 		{"--init without a subject", []string{"--init", one}, 1, []string{"--init: " + one + " has no successful fit of subject(s) " + missing}},

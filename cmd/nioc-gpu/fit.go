@@ -54,6 +54,9 @@ func parseNames(s string) []string {
 	return out
 }
 
+// fitMaxIter is fit's default --max-iter, the L-BFGS-B iterations of a restart.
+const fitMaxIter = 200
+
 // fitFlags are fit's flags of the fit itself.
 type fitFlags struct {
 	restarts, maxIter, bootDraws, bootRestarts, checkDraws, queue int
@@ -67,7 +70,7 @@ func (ff *fitFlags) register(fs *flag.FlagSet) {
 	ff.maxMemory.register(fs)
 	fs.IntVar(&ff.restarts, "restarts", 50, "random restarts per subject (initial points uniform in each parameter's scale within its bounds)")
 	fs.Uint64Var(&ff.seed, "seed", 1, "seed of the restarts' initial points")
-	fs.IntVar(&ff.maxIter, "max-iter", 200, "L-BFGS-B iterations per restart")
+	fs.IntVar(&ff.maxIter, "max-iter", fitMaxIter, "L-BFGS-B iterations per restart")
 	fs.StringVar(&ff.start, "start", "", "a results `file` of nioc-gpu fit of the same task: each subject's first restart begins at its estimate there (one with another --linearize, say), the other restarts at random points")
 	fs.StringVar(&ff.uncertainty, "uncertainty", fit.UncertaintyBootstrap, "standard errors and intervals: bootstrap (robust, widened and re-centred by a bias-corrected parametric bootstrap: --bootstrap-draws data sets simulated at the estimate by the --bootstrap-agents and refitted, and widened to the likelihood's other peaks within the bootstrap's likelihood-ratio region; the intervals that hold on other agents' data, docs/intervals.md), robust (sandwich of the Hessian and the spread of the trials' scores, about half the time; needs 10 trials per fitted parameter, else the Hessian is used) or hessian (inverse Hessian: exact only where the likelihood is)")
 	fs.IntVar(&ff.bootDraws, "bootstrap-draws", fit.DefaultBootstrapDraws, "with --uncertainty bootstrap: data sets simulated at each subject's estimate and refitted")

@@ -24,12 +24,12 @@ func init() {
 
 // samplerFlags are sample's flags of the sampler itself.
 type samplerFlags struct {
-	chains, warmup, draws, together, maxDepth int
-	seed                                      uint64
-	prior, init, adjust, metric               string
-	targetAccept                              float64
-	force                                     bool
-	maxMemory                                 memoryFlag
+	chains, warmup, draws, together, maxDepth, fitRestarts int
+	seed                                                   uint64
+	prior, init, adjust, metric                            string
+	targetAccept                                           float64
+	force                                                  bool
+	maxMemory                                              memoryFlag
 }
 
 func (f *samplerFlags) register(fs *flag.FlagSet) {
@@ -38,7 +38,8 @@ func (f *samplerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.draws, "draws", 1000, "draws per chain after warm-up")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the chains (with each subject's ID)")
 	fs.StringVar(&f.prior, "prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
-	fs.StringVar(&f.init, "init", string(ioc.StartOptimized), "where chains start: optimize (where short likelihood climbs from random points of the box end), dispersed (random points of the box, as Stan), or a results `file` of nioc-gpu fit (fit.jsonl) of the same task (around each subject's estimate)")
+	fs.StringVar(&f.init, "init", initFit, "where chains start: fit (fit every subject first as nioc-gpu fit does by default, into OUT/fit.jsonl, and start around its estimates: with --adjust auto the likelihood is then widened as fit's bootstrap intervals say, which is what covers on data not made by the likelihood's agent), a results `file` of nioc-gpu fit (fit.jsonl) of the same task and data (the same, from a fit you ran), optimize (where short likelihood climbs from random points of the box end; faster, but with --adjust auto the intervals are the curvature adjustment's alone, docs/posterior.md) or dispersed (random points of the box, as Stan)")
+	fs.IntVar(&f.fitRestarts, "fit-restarts", 50, "with --init fit: random restarts per subject of that fit (fit's --restarts)")
 	fs.StringVar(&f.adjust, "adjust", ioc.AdjustAuto, "the likelihood sampled: auto (bootstrap for a subject whose --init fit ran fit's default bootstrap, else curvature), curvature (widened around each subject's maximum-likelihood estimate where the trials' scores vary more than its curvature says, to the robust (sandwich) covariance of fit; needs 10 trials per sampled parameter), bootstrap (as curvature, but to the covariance of fit's default intervals, re-centred by its bootstrap's bias: needs --init with fit's default results; for subjects who may not be the likelihood's agent, docs/posterior.md) or none (as it is: too narrow where the likelihood approximates the agent)")
 	fs.BoolVar(&f.force, "force", false, "replace the outputs in --out")
 	fs.IntVar(&f.together, "together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
@@ -59,6 +60,8 @@ func (f *samplerFlags) check(fs *flag.FlagSet, resume bool) error {
 		return usagef("--target-accept must be in (0, 1), got %g", f.targetAccept)
 	case f.metric != "dense" && f.metric != "diag":
 		return usagef("unknown --metric %q: want dense or diag", f.metric)
+	case f.fitRestarts < 1:
+		return usagef("--fit-restarts must be >= 1, got %d", f.fitRestarts)
 	case resume && f.force:
 		return usagef("--resume continues the run in --out and --force replaces it: give one")
 	}
@@ -66,11 +69,11 @@ func (f *samplerFlags) check(fs *flag.FlagSet, resume bool) error {
 }
 
 // start returns where the chains start (--init), and whether at the estimates of a fit's
-// results file.
+// results file (--init fit included).
 func (f *samplerFlags) start() (start ioc.Start, fromFit bool, err error) {
 	if _, err := ioc.ParseStart(f.init); err != nil {
 		if f.init == "" {
-			return "", false, usagef("--init needs optimize, dispersed or a results file of nioc-gpu fit")
+			return "", false, usagef("--init needs fit, optimize, dispersed or a results file of nioc-gpu fit")
 		}
 		return ioc.StartDispersed, true, nil
 	}
@@ -83,7 +86,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return runSamplePopulation(args, stdout, stderr)
 		}
 	}
-	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init optimize|dispersed|fit.jsonl] [--adjust auto|curvature|bootstrap|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] [--max-memory auto|SIZE] --out DIR", stderr)
+	fs := newFlags("sample", "--task NAME --data FILE.csv [--chains 4] [--warmup 500] [--draws 1000] [--seed S] [--observe partial|full] [--method ours|baseline] [--planner full|partial] [--timing act-then-see|see-then-act] [--linearize data|mean|ilqg] [--temperature fit|task|τ] [--infer name,...] [--fix name=value,...] [--prior name=normal(mu,sd),...] [--metric dense|diag] [--init fit|FIT.jsonl|optimize|dispersed] [--fit-restarts 50] [--adjust auto|curvature|bootstrap|none] [--shard k/N] [--resume] [--force] [--plots=false] [--truth name=value,...] [--truth-file truth.csv] [--ppc N] [--ppc-draws 10] [--max-memory auto|SIZE] --out DIR", stderr)
 	var tf taskFlags
 	tf.register(fs, true)
 	var sf subjectFlags
@@ -142,13 +145,18 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return usagef("--adjust bootstrap needs --init FIT.jsonl: the results of nioc-gpu fit (its default --uncertainty bootstrap) on the same data")
 	}
 	if f.adjust == ioc.AdjustAuto && !fromFit {
-		fmt.Fprintln(stderr, "note: without --init the likelihood is widened by its curvature alone, whose 90 % intervals covered 76-88 % of each parameter of our own agent's data (pendulum, navigation) and far fewer of other agents'; for intervals that hold, pass --init with the results of nioc-gpu fit on the same data (docs/posterior.md)")
+		fmt.Fprintf(stderr, "note: with --init %s the likelihood is widened by its curvature alone, whose 90 %% intervals covered 76-88 %% of each parameter of our own agent's data (pendulum, navigation) and far fewer of other agents'; the default --init fit widens it as fit's bootstrap intervals say, which covers (docs/posterior.md)\n", f.init)
 	}
 	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense",
 		MaxDepth: f.maxDepth, TargetAccept: f.targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
 		MaxBatch: sf.maxBatch, Together: f.together, Adjust: f.adjust})
 	if err != nil {
 		return usageError{err}
+	}
+	if f.init == initFit {
+		if f.init, err = fitForSample(e, set, k, n, f.fitRestarts, f.seed, parseNames(sf.infer), fixed, sf.maxBatch, sf.out, sf.resume, sf.quiet, stderr); err != nil {
+			return err
+		}
 	}
 	return sampleData(sampler, m, set, &sf, &f, &ff, k, n, fromFit, stderr)
 }
@@ -157,6 +165,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 // --force) or that are the data file.
 func checkSampleOutputs(sf *subjectFlags, f *samplerFlags) error {
 	outputs := ioc.Files(sf.out)
+	if f.init == initFit {
+		outputs = append(outputs, sampleFitFiles(sf.out)...)
+	}
 	if !sf.resume && !f.force {
 		if err := refuseExisting("use --resume to continue that run, --force to replace it, or choose another --out", outputs...); err != nil {
 			return err
