@@ -36,7 +36,7 @@ func (f *samplerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.chains, "chains", 4, "chains per subject")
 	fs.IntVar(&f.warmup, "warmup", 500, "warm-up iterations per chain (step size and metric adaptation; not kept); 0 for none")
 	fs.IntVar(&f.draws, "draws", 1000, "draws per chain after warm-up")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the chains (with each subject's ID)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the chains (with each subject's ID) and of --init fit's restarts")
 	fs.StringVar(&f.prior, "prior", "", "priors name=normal(mu,sd),... in each parameter's fitting scale (log10 or linear), truncated to its search box; default uniform on the box in the fitting scale")
 	fs.StringVar(&f.init, "init", initFit, "where chains start: fit (fit every subject first as nioc-gpu fit does by default, into OUT/fit.jsonl, and start around its estimates: with --adjust auto the likelihood is then widened as fit's bootstrap intervals say, which is what covers on data not made by the likelihood's agent), a results `file` of nioc-gpu fit (fit.jsonl) of the same task and data (the same, from a fit you ran), optimize (where short likelihood climbs from random points of the box end; faster, but with --adjust auto the intervals are the curvature adjustment's alone, docs/posterior.md) or dispersed (random points of the box, as Stan)")
 	fs.IntVar(&f.fitRestarts, "fit-restarts", 50, "with --init fit: random restarts per subject of that fit (fit's --restarts)")
