@@ -144,7 +144,23 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			control.ObservePartial: simulateTrialsWith(t, m, planner, control.ObservePartial, natural, trials, steps, 3),
 			control.ObserveFull:    simulateTrialsWith(t, m, planner, control.ObserveFull, natural, trials, steps, 3),
 		}
-		for _, opts := range configs {
+		// Cart-pole's position and angle carry no noise, so its state covariance is nearly
+		// singular but for the jitter; with its own (1e-9) the log-likelihood carries about
+		// 2e-9 nats of round-off (1e-12 under 1e-6; measured by steps of 1e-13 in θ), which
+		// puts the differences up to 4e-5 off at h = 1e-4 (about 1.5·2e-9/h), not shrinking
+		// with h. So every cart-pole case is held to 1e-6 under the reference's jitter (the
+		// same code; the jitter is a constant) and, under its own, to 1e-4 relative or 1e-4
+		// absolute, the round-off's bound.
+		all := configs
+		if base == "cartpole" {
+			all = nil
+			for _, opts := range configs {
+				tight := opts
+				tight.Jitter = DefaultJitter
+				all = append(all, tight, opts)
+			}
+		}
+		for _, opts := range all {
 			if see && (opts.Method == MCEBaseline || opts.Observe == control.ObserveFull) {
 				continue // no observation model: the timing does not enter
 			}
@@ -153,7 +169,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			if observe == "" {
 				observe = control.ObservePartial
 			}
-			t.Run(fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v/nominal-filter=%v", name, opts.Method, observe, opts.Linearize, opts.FitTemperature, opts.NominalFilter), func(t *testing.T) {
+			rel, floor := 1e-6, 1e-7
+			if base == "cartpole" && opts.Jitter == 0 {
+				rel, floor = 1e-4, 1e-4
+			}
+			t.Run(fmt.Sprintf("%s/%s/%s/%s/fit-temperature=%v/nominal-filter=%v/jitter=%g", name, opts.Method, observe, opts.Linearize, opts.FitTemperature, opts.NominalFilter, opts.Jitter), func(t *testing.T) {
 				e, err := New(m, b, opts)
 				require.NoError(t, err)
 				spec := e.Spec()
@@ -192,8 +212,8 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 					scale = math.Max(scale, math.Abs(fd[i]))
 				}
 				for i := range p {
-					tol := 1e-6 * math.Max(math.Abs(fd[i]), 1e-3*scale)
-					assert.InDelta(t, fd[i], grad[0][i], math.Max(tol, 1e-7),
+					tol := rel * math.Max(math.Abs(fd[i]), 1e-3*scale)
+					assert.InDelta(t, fd[i], grad[0][i], math.Max(tol, floor),
 						"d loglik / d %s: exact %g, finite difference %g (loglik %g)", spec.Params[i].Name, grad[0][i], fd[i], ll[0])
 				}
 			})

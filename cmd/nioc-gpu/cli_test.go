@@ -201,7 +201,7 @@ func TestCLITasks(t *testing.T) {
 			assert.Equal(t, spec.States, task.States)
 			assert.Equal(t, spec.Steps, task.Steps)
 			assert.Len(t, task.X0, len(spec.States))
-			want := map[string]float64{"linear": 1e-12, "pendulum": 1e-10, "navigation": 1e-8}[task.Name]
+			want := map[string]float64{"linear": 1e-12, "pendulum": 1e-10, "navigation": 1e-8, "cartpole": 1e-9}[task.Name]
 			if want == 0 {
 				want = 1e-6
 			}
