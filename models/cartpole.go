@@ -38,10 +38,10 @@ func (CartPole) Spec() Spec {
 		Planner:     PlannerFull,
 		// The force noise reaches the velocities as (0.018·σ_m·u)² a step, below the default
 		// jitter of 1e-6 wherever the force is small (late in a trial, |u| ≲ 0.1); x and θ move
-		// deterministically. Under that floor the steps with a small force read as less noisy
-		// than the floor, and the motor noise came out 10 % low (−0.045 decades in 20 of 20
-		// fully observed sets of an agent without policy noise, ours or the reference's;
-		// −0.003 with 1e-9, docs/intervals.md).
+		// deterministically. Without policy noise in the data those steps vary less than the
+		// floor says they may, and the likelihood lowers the motor noise to fit them: 10 % low
+		// (−0.045 decades in 20 of 20 fully observed sets of an agent without policy noise,
+		// ours or the reference's; −0.003 with 1e-9; docs/results.md, "Cart-pole's jitter").
 		Jitter: 1e-9,
 	}
 }
