@@ -29,10 +29,14 @@ const CheckAlpha = 0.05
 // the truth for half to three quarters of the parameters). On data of our own agent the check
 // is quiet: the estimate is fitted to the data, so their log-likelihood is typical.
 type Check struct {
-	Draws   int     `json:"draws"`           // simulated data sets used (those without a diverged trial)
-	SimMean float64 `json:"loglik_sim_mean"` // their log-likelihoods' mean at the estimate
-	SimSD   float64 `json:"loglik_sim_sd"`   // and standard deviation
-	Z       float64 `json:"z"`               // (loglik − SimMean) / SimSD
+	Draws int `json:"draws"` // simulated data sets used (those without a diverged trial and with a finite log-likelihood)
+	// NonFinite counts the simulated data sets left out because their log-likelihood at the
+	// estimate is not finite: the agent at the estimate makes trials that the likelihood's
+	// linearization cannot score, a sign that its approximations fail near this estimate.
+	NonFinite int     `json:"non_finite,omitempty"`
+	SimMean   float64 `json:"loglik_sim_mean"` // their log-likelihoods' mean at the estimate
+	SimSD     float64 `json:"loglik_sim_sd"`   // and standard deviation
+	Z         float64 `json:"z"`               // (loglik − SimMean) / SimSD
 	// P is the two-sided p-value of the subject's log-likelihood as one more draw of a normal
 	// distribution of which the Draws are a sample: (loglik − mean)/(sd·√(1 + 1/Draws)) is
 	// Student-t with Draws − 1 degrees of freedom (a log-likelihood sums many trials'
@@ -57,14 +61,32 @@ func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likeliho
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
+	return newCheck(loglik, lls)
+}
+
+// minCheckDraws is the fewest simulated data sets with a finite log-likelihood the check
+// scores a subject with.
+const minCheckDraws = 5
+
+// newCheck places a subject's log-likelihood loglik among those of data sets simulated at its
+// estimate, lls. Sets whose log-likelihood is not finite (data the agent makes at the estimate
+// that the likelihood's linearization cannot score, e.g. a reaching trial that whips the arm)
+// are left out and counted in NonFinite: the subject's own log-likelihood is finite, so it is
+// compared with the sets whose log-likelihood is finite too. It returns an error when fewer
+// than minCheckDraws remain.
+func newCheck(loglik float64, lls []float64) (*Check, error) {
+	finite := make([]float64, 0, len(lls))
 	for _, v := range lls {
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return nil, fmt.Errorf("goodness-of-fit check: a simulated data set's log-likelihood is not finite")
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			finite = append(finite, v)
 		}
 	}
-	n := float64(len(lls))
-	mean, sd := stat.MeanStdDev(lls, nil)
-	c := &Check{Draws: len(lls), SimMean: mean, SimSD: sd, Z: (loglik - mean) / sd}
+	if len(finite) < minCheckDraws {
+		return nil, fmt.Errorf("goodness-of-fit check: the log-likelihood of %d of %d simulated data sets is not finite", len(lls)-len(finite), len(lls))
+	}
+	n := float64(len(finite))
+	mean, sd := stat.MeanStdDev(finite, nil)
+	c := &Check{Draws: len(finite), NonFinite: len(lls) - len(finite), SimMean: mean, SimSD: sd, Z: (loglik - mean) / sd}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}
 	c.P = 2 * t.Survival(math.Abs(c.Z)/math.Sqrt(1+1/n))
 	return c, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 )
 
 // TestCheckQuietOnOurAgentWarnsOnReference: the goodness-of-fit check stays quiet on data of
@@ -68,4 +69,43 @@ func TestCheckFromTheSubjectsStarts(t *testing.T) {
 	t.Logf("loglik %.1f sims %.1f ± %.1f z %.2f p %.3g", r.LogLik, r.Check.SimMean, r.Check.SimSD, r.Check.Z, r.Check.P)
 	assert.False(t, r.Check.Warns(), "z %.2f, p %.3g", r.Check.Z, r.Check.P)
 	assert.Less(t, math.Abs(r.Check.Z), 2.0)
+}
+
+// TestNewCheckLeavesOutNonFinite: simulated data sets whose log-likelihood is not finite are
+// left out and counted, the statistic is that of the finite ones, and too few finite ones are
+// an error (a cart-pole or reaching agent at some estimates makes a trial that the
+// linearization cannot score: docs/intervals.md, footnote 9).
+func TestNewCheckLeavesOutNonFinite(t *testing.T) {
+	finite := []float64{100, 102, 98, 101, 99, 103, 97}
+	want, err := newCheck(95, finite)
+	require.NoError(t, err)
+	assert.Equal(t, 7, want.Draws)
+	assert.Zero(t, want.NonFinite)
+	mean, sd := stat.MeanStdDev(finite, nil)
+	assert.InDelta(t, (95-mean)/sd, want.Z, 1e-12)
+	for _, c := range []struct {
+		name      string
+		lls       []float64
+		nonFinite int
+		err       bool
+	}{
+		{"all finite", finite, 0, false},
+		{"one -Inf", append([]float64{math.Inf(-1)}, finite...), 1, false},
+		{"NaN and +Inf", append(append([]float64{math.NaN()}, finite...), math.Inf(1)), 2, false},
+		{"too few finite", []float64{100, math.Inf(-1), 101, math.NaN(), 99, 98}, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := newCheck(95, c.lls)
+			if c.err {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "2 of 6 simulated data sets")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.nonFinite, got.NonFinite)
+			assert.Equal(t, want.Draws, got.Draws)
+			assert.InDelta(t, want.Z, got.Z, 1e-12)
+			assert.InDelta(t, want.P, got.P, 1e-12)
+		})
+	}
 }

@@ -303,6 +303,13 @@ func reportFit(bar *progressBar, r fit.Result) {
 	for _, w := range r.Warnings {
 		bar.println(fmt.Sprintf("warning: subject %s: %s", r.Subject, w))
 	}
+	if r.Check != nil && r.Check.NonFinite > 0 {
+		bar.println(fmt.Sprintf("warning: subject %s: %d of the goodness-of-fit check's %d data sets simulated at the estimate have a log-likelihood that is not finite (the likelihood's linearization fails on some trials this agent makes); the check uses the other %d",
+			r.Subject, r.Check.NonFinite, r.Check.NonFinite+r.Check.Draws, r.Check.Draws))
+	}
+	if r.CheckErr != "" {
+		bar.println(fmt.Sprintf("warning: subject %s: %s; no check", r.Subject, r.CheckErr))
+	}
 	if r.Check.Warns() {
 		bar.println(fmt.Sprintf("warning: subject %s: the data do not look like the fitted agent's (goodness-of-fit z %.1f, p %.2g): %s (docs/intervals.md)",
 			r.Subject, r.Check.Z, r.Check.P, checkConsequence(r.Uncertainty)))
