@@ -76,6 +76,12 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 		if err != nil {
 			return nil, nil, err
 		}
+		if opts.Replan {
+			if pols[h], err = replan(m, sv, thetas, subjects, trials, seeds, b, opts, out, lengths, diverged); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if pols[h], err = sv.Solve(problems, nil); err != nil {
 			return nil, nil, err
 		}
@@ -98,6 +104,54 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 		}
 	}
 	return out, pols, subjectsDiverged(diverged)
+}
+
+// replan is simulateSubjects' horizon for agents that plan each trial from its own initial
+// state (SimOptions.Replan): the trials of subjects (trials: subject → its trials of this
+// horizon) are one batch of problems for sv, subject s's parameters thetas[s] (thetas[0] if
+// there is one) and its trial r's start that of DrawStarts with seeds[s] (or Starts[r]), and
+// one simulation with a trial per problem, each with the noises it has without replanning.
+// It writes the trajectories into out, the subjects with a diverging trial into diverged, and
+// returns the policy (a problem per trial, in the subjects' order and then the trials').
+func replan(m models.Model, sv *Solver, thetas [][]float64, subjects []int, trials map[int][]int, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) (*Policy, error) {
+	spec := m.Spec()
+	var problems, starts [][]float64
+	var who []problemTrial
+	var subjectOf []int
+	for _, s := range subjects {
+		theta := thetas[min(s, len(thetas)-1)]
+		x0s := DrawStarts(spec.X0, opts.StartSD, seeds[s], trials[s])
+		for j, r := range trials[s] {
+			if opts.Starts != nil {
+				x0s[j] = opts.Starts[r]
+			}
+			problems = append(problems, theta)
+			starts = append(starts, x0s[j])
+			who = append(who, problemTrial{seed: seeds[s], id: r, x0: x0s[j]})
+			subjectOf = append(subjectOf, s)
+		}
+	}
+	pol, err := sv.Solve(problems, starts)
+	if err != nil {
+		return nil, err
+	}
+	o := opts
+	o.Trials, o.TrialIDs, o.Starts, o.StartSD, o.perProblem = 1, nil, nil, nil, who
+	xs, err := Simulate(m, pol, problems, b, o)
+	var div *DivergedError
+	if errors.As(err, &div) {
+		for _, k := range div.Problems {
+			if s := subjectOf[k]; diverged[s] == "" {
+				diverged[s] = fmt.Sprintf("trial %d diverged", who[k].id)
+			}
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	for k, s := range subjectOf {
+		out[s][who[k].id] = xs[k][0][:lengths[s][who[k].id]+1]
+	}
+	return pol, nil
 }
 
 // byHorizon returns the trials of lengths (steps, [subject][trial]) by the horizon the agent

@@ -52,6 +52,68 @@ type SimOptions struct {
 	// observed x_0. nil means the task's x0 for every trial. The policy is planned as it was
 	// (Solve's x0); only where each trial starts changes.
 	Starts [][]float64
+	// StartSD, if set, spreads the trials' initial states (when Starts is nil): trial r starts
+	// at x_0 = x0 + StartSD ⊙ z_r, z_r standard normal from a stream of its own seeded with
+	// Seed and the trial's number (DrawStarts), so the spread does not change the trial's
+	// noises. One value per state of the task, natural units, 0 for a state that does not
+	// spread. Like Starts, it moves only where each trial starts: the agent plans from x0
+	// unless Replan (SimulateLengths, SimulateSubjects).
+	StartSD []float64
+	// Replan: the agent plans each trial from that trial's own initial state (one iLQG
+	// solution per trial, as a subject who sees where its arm is before it moves), instead of
+	// once from the task's x0. Only SimulateLengths and SimulateSubjects read it.
+	Replan bool
+	// perProblem, if set, gives each problem p of a one-trial simulation (Trials 1) its own
+	// noise stream and start: those of trial perProblem[p].id of an agent seeded with
+	// perProblem[p].seed, starting at perProblem[p].x0 (replan's batch of plans, a trial
+	// each).
+	perProblem []problemTrial
+}
+
+// problemTrial is the trial a problem of a replanning simulation simulates: SimOptions'
+// perProblem.
+type problemTrial struct {
+	seed uint64
+	id   int
+	x0   []float64
+}
+
+// startsSalt separates the stream of a trial's initial state (DrawStarts) from that of its
+// noises, which share Seed and the trial's number.
+const startsSalt = 0x5fa7_57a2_75ee_d001
+
+// DrawStarts returns the initial states of the trials numbered ids of an agent seeded with
+// seed: x0 + sd ⊙ z_r ([len(ids)][n], natural units), z_r standard normal from a PCG stream of
+// seed and trial r's number alone. With sd nil every trial starts at x0. It panics if sd is
+// set and its length is not that of x0.
+func DrawStarts(x0, sd []float64, seed uint64, ids []int) [][]float64 {
+	if sd != nil && len(sd) != len(x0) {
+		panic(fmt.Sprintf("control: %d start spreads for %d states", len(sd), len(x0)))
+	}
+	out := make([][]float64, len(ids))
+	for j, id := range ids {
+		x := slices.Clone(x0)
+		if sd != nil {
+			rng := rand.New(rand.NewPCG(seed^startsSalt, uint64(id)))
+			for i := range x {
+				x[i] += sd[i] * rng.NormFloat64()
+			}
+		}
+		out[j] = x
+	}
+	return out
+}
+
+// trialIDs returns the numbers of opts' trials: opts.TrialIDs, or 0, 1, …, Trials−1.
+func (opts SimOptions) trialIDs() []int {
+	if opts.TrialIDs != nil {
+		return opts.TrialIDs
+	}
+	ids := make([]int, opts.Trials)
+	for r := range ids {
+		ids[r] = r
+	}
+	return ids
 }
 
 // Simulate runs an agent that follows pol (one control law per problem) in the stochastic
@@ -86,8 +148,24 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	if opts.Delay != 0 && opts.Delay != 1 {
 		return nil, fmt.Errorf("delay must be 0 or 1 steps, got %d", opts.Delay)
 	}
+	if opts.perProblem != nil && (len(opts.perProblem) != pol.Problems || opts.Trials != 1) {
+		return nil, fmt.Errorf("simulate: %d problems' trials for a policy of %d problems and %d trials each", len(opts.perProblem), pol.Problems, opts.Trials)
+	}
 	if opts.TrialIDs != nil && len(opts.TrialIDs) != opts.Trials {
 		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
+	}
+	if opts.StartSD != nil {
+		if len(opts.StartSD) != len(s.Spec.States) {
+			return nil, fmt.Errorf("%d start spreads, task %s has %d states", len(opts.StartSD), s.Spec.Name, len(s.Spec.States))
+		}
+		for i, sd := range opts.StartSD {
+			if !(sd >= 0) || math.IsInf(sd, 0) {
+				return nil, fmt.Errorf("start spread of %s is %g: it must be finite and >= 0", s.Spec.States[i], sd)
+			}
+		}
+		if opts.Starts == nil {
+			opts.Starts = DrawStarts(s.Spec.X0, opts.StartSD, opts.Seed, opts.trialIDs())
+		}
 	}
 	if opts.Starts != nil {
 		if len(opts.Starts) != opts.Trials {
@@ -124,7 +202,11 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			if opts.TrialIDs != nil {
 				id = opts.TrialIDs[r]
 			}
-			rng := rand.New(rand.NewPCG(opts.Seed, uint64(p)<<32|uint64(id)))
+			seed, stream := opts.Seed, uint64(p)<<32|uint64(id)
+			if opts.perProblem != nil {
+				seed, stream = opts.perProblem[p].seed, uint64(opts.perProblem[p].id)
+			}
+			rng := rand.New(rand.NewPCG(seed, stream))
 			for t := range T {
 				for i := range nv {
 					v[((t*nv+i)*P+p)*M+r] = rng.NormFloat64()
@@ -145,6 +227,9 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 				x := spec.X0
 				if opts.Starts != nil {
 					x = opts.Starts[r]
+				}
+				if opts.perProblem != nil {
+					x = opts.perProblem[p].x0
 				}
 				x0[(i*P+p)*M+r] = x[i]
 			}

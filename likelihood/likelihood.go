@@ -72,8 +72,17 @@ func TaskJitter(spec models.Spec) float64 {
 	return DefaultJitter
 }
 
+// TaskLinearization returns the linearization the likelihood uses for a task unless
+// Options.Linearize says otherwise: the task's own (models.Spec.Linearize), or LinearizeData.
+func TaskLinearization(spec models.Spec) Linearization {
+	if spec.Linearize != "" {
+		return Linearization(spec.Linearize)
+	}
+	return LinearizeData
+}
+
 // Options configure an Evaluator. The zero value means: partial observability, our method,
-// the task's planner and temperature, data-based linearization.
+// the task's planner, temperature, linearization (TaskLinearization) and jitter.
 type Options struct {
 	Observe   control.Observe
 	Method    Method
@@ -142,7 +151,7 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		o.Planner = spec.Planner
 	}
 	if o.Linearize == "" {
-		o.Linearize = LinearizeData
+		o.Linearize = TaskLinearization(spec)
 	}
 	if o.Temperature == 0 && !o.NoPolicyNoise {
 		o.Temperature = spec.Temperature

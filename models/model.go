@@ -142,6 +142,11 @@ type Spec struct {
 	// it can represent, so a noise whose variance per step comes near it is estimated too
 	// small. 0 means the likelihood's default, 1e-6 (the reference's).
 	Jitter float64
+	// Linearize is where the likelihood linearizes the agent's problem for this task unless
+	// told otherwise: "data", "mean" or "ilqg" (likelihood.Linearization); "" means "data".
+	// A task sets "mean" where single noisy trials are poor stand-ins for the agent's plan
+	// (reaching: docs/results.md, "Reaching's defaults").
+	Linearize string
 	// Planner is the agent of the paper for this task under partial observability.
 	Planner Planner
 	// Horizon is what the agent plans over in trials of another length than Steps; ""

@@ -6,7 +6,7 @@ was computed").
 Usage:
     python3 bench/jaxref/robustness.py --nioc bin/nioc-gpu --task pendulum [--observe partial]
         [--sets 20] [--trials 50] [--restarts 20] [--seed 1]
-        [--agents ours,ours-nonoise,ref,iter1,iter3,iter10,delay1]
+        [--agents ours,ours-nonoise,ref,iter1,iter3,iter10,delay1,spread,replan] [--start-sd state=sd,...]
         [--estimators default,first-order,baseline] [--shard k/N]
         [--ref REF_PATH --python /work/jaxenv/bin/python] [--ref-mle] --out DIR
 
@@ -19,6 +19,10 @@ Parameter sets are drawn uniformly in each parameter's fitting scale within its 
   ours-nonoise  the same agent acting deterministically on its belief (`--temperature 0`)
   iterN         our agent with its planner stopped after N iterations (`--planner-iterations N`)
   delayN        our agent sensing the state one step late (`--delay 1`)
+  spread        our agent with its trials starting spread around the task's x0 (`--start-sd`
+                with this script's --start-sd), planning once from x0
+  replan        the same spread starts, the agent planning each trial from its own start
+                (`--start-sd ... --replan`)
   ref           the JAX reference's own agent (bench/jaxref/refsim.py: gilqr.solve with 10
                 iterations, EKF, no policy noise); needs --ref and a --python with jax
 
@@ -27,7 +31,7 @@ Estimators (`nioc-gpu fit` with these flags; NAME=FLAGS adds your own):
   default       no flags: the default likelihood (since 2026-11-22 the same as fit-tau)
   fit-tau       --temperature fit: the policy noise's temperature fitted as a nuisance parameter
   task-tau      --temperature task: the temperature fixed at the task's (the earlier default)
-  first-order   --temperature task --first-order-noise --ignore-gaps --nominal-filter --belief-prior 1 --jitter 1e-6 (the reference's likelihood)
+  first-order   --temperature task --linearize data --first-order-noise --ignore-gaps --nominal-filter --belief-prior 1 --jitter 1e-6 (the reference's likelihood)
   tau0          --temperature 0 (the likelihood of an agent without policy noise)
   baseline      --method baseline (MCE IRL)
 
@@ -63,7 +67,7 @@ ESTIMATORS = {
     "default": [],
     "fit-tau": ["--temperature", "fit"],
     "task-tau": ["--temperature", "task"],
-    "first-order": ["--temperature", "task", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--belief-prior", "1", "--jitter", "1e-6"],
+    "first-order": ["--temperature", "task", "--linearize", "data", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--belief-prior", "1", "--jitter", "1e-6"],
     "tau0": ["--temperature", "0"],
     "baseline": ["--method", "baseline"],
 }
@@ -80,6 +84,7 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--agents", default="ours,ours-nonoise,iter1,iter3,iter10,delay1")
     ap.add_argument("--estimators", default="default,first-order,baseline")
+    ap.add_argument("--start-sd", default="", help="state=sd,...: the spread of the spread and replan agents' starts (natural units)")
     ap.add_argument("--shard", default="", help="k/N: fit only shard k of N of the sets")
     ap.add_argument("--ref", default="", help="checkout of RothkopfLab/nioc-neurips (for the ref agent and --ref-mle)")
     ap.add_argument("--python", default=sys.executable, help="a Python with bench/jaxref/requirements.txt (for ref)")
@@ -140,6 +145,10 @@ def simulate_ours(a, agent, sets, path, log):
         flags = ["--planner-iterations", agent[4:]]
     elif agent.startswith("delay"):
         flags = ["--delay", agent[5:]]
+    elif agent in ("spread", "replan"):
+        if not a.start_sd:
+            sys.exit(f"robustness: agent {agent} needs --start-sd state=sd,...")
+        flags = ["--start-sd", a.start_sd] + (["--replan"] if agent == "replan" else [])
     elif agent != "ours":
         sys.exit(f"robustness: unknown agent {agent!r}")
     header, rows, excluded = None, [], []

@@ -24,8 +24,8 @@ var stageColumns = []struct {
 
 // compareStages prints, for each task, the graph nodes each stage of the unrolled likelihood
 // adds (forward computation) and the whole graph's with the gradient, for the default
-// likelihood and the paper's (--temperature task --nominal-filter --ignore-gaps
-// --first-order-noise): on the Go backend an evaluation of a fit's few parameter vectors
+// likelihood and the paper's (--temperature task --linearize data --nominal-filter
+// --ignore-gaps --first-order-noise): on the Go backend an evaluation of a fit's few parameter vectors
 // costs about a fixed time per node (docs/benchmarks.md, "Speed").
 func compareStages(b backends.Backend, tasks string) {
 	fmt.Println("## Where an evaluation's work is: graph nodes per stage (forward), 1 × 50 trials")
@@ -48,7 +48,7 @@ func compareStages(b backends.Backend, tasks string) {
 			opts likelihood.Options
 		}{
 			{"default", likelihood.Options{FitTemperature: true, Form: likelihood.FormUnrolled}},
-			{"paper", likelihood.Options{NominalFilter: true, IgnoreGaps: true, FirstOrderNoise: true, Form: likelihood.FormUnrolled}},
+			{"paper", likelihood.Options{Linearize: likelihood.LinearizeData, NominalFilter: true, IgnoreGaps: true, FirstOrderNoise: true, Form: likelihood.FormUnrolled}},
 		} {
 			e, err := likelihood.New(m, b, lk.opts)
 			if err != nil {

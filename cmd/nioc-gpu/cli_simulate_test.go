@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 )
 
 func TestCLISimulate(t *testing.T) {
@@ -107,6 +110,35 @@ func TestCLISimulateSeeds(t *testing.T) {
 	assert.NotEqual(t, string(ab), string(fb))
 }
 
+// TestCLISimulateStartSpread: --start-sd spreads where the trials start (the named state only,
+// by about its sd), and --replan says that the agent plans from each start.
+func TestCLISimulateStartSpread(t *testing.T) {
+	dir := t.TempDir()
+	m, err := models.Get("linear")
+	require.NoError(t, err)
+	spec := m.Spec()
+	for _, replan := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("spread-%v.csv", replan))
+		args := []string{"simulate", "--task", "linear", "--trials", "200", "--steps", "2", "--start-sd", "pos=0.5", "--out", out}
+		want := "the agent plans from the task's x0"
+		if replan {
+			args, want = append(args, "--replan"), "the agent plans each trial from its own start"
+		}
+		r := cliOK(t, args...)
+		assert.Contains(t, r.stderr, "trials start spread around the task's x0 (pos sd 0.5); "+want)
+		set, err := data.Read(out, spec.States)
+		require.NoError(t, err)
+		var pos []float64
+		for _, tr := range set.Subjects[0].Trials {
+			pos = append(pos, tr.States[0][0])
+			assert.Equal(t, spec.X0[1], tr.States[0][1], "vel is not spread")
+		}
+		mean, sd := stat.MeanStdDev(pos, nil)
+		assert.InDelta(t, spec.X0[0], mean, 4*0.5/math.Sqrt(200), "starts centre on x0")
+		assert.InDelta(t, 0.5, sd, 0.1, "starts spread by --start-sd")
+	}
+}
+
 func TestCLISimulateErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -117,6 +149,12 @@ func TestCLISimulateErrors(t *testing.T) {
 		outDir string // write to this subdirectory of the temp dir (does not exist)
 	}{
 		{name: "missing --task", args: nil, code: 2, msgs: []string{"--task is required", "linear", "reaching"}},
+		{name: "replan without spread", args: []string{"--task", "linear", "--replan"}, code: 2,
+			msgs: []string{"--replan needs --start-sd"}},
+		{name: "spread of an unknown state", args: []string{"--task", "linear", "--start-sd", "angle=0.1"}, code: 2,
+			msgs: []string{`--start-sd: task linear has no state "angle"`, "pos, vel"}},
+		{name: "negative spread", args: []string{"--task", "linear", "--start-sd", "pos=-0.1"}, code: 2,
+			msgs: []string{"--start-sd: pos=-0.1", "finite and >= 0"}},
 		{name: "unknown task", args: []string{"--task", "pendulm"}, code: 2,
 			msgs: []string{`unknown task "pendulm"`, "known tasks: cartpole, lightdark, linear, navigation, pendulum, reaching"}},
 		{name: "unknown parameter", args: []string{"--task", "linear", "--params", "action_costs=1"}, code: 2,

@@ -162,6 +162,11 @@ func TestCLITasks(t *testing.T) {
 			spec := m.Spec()
 			assert.Contains(t, sec, "states:   "+strings.Join(spec.States, ", "))
 			assert.Contains(t, sec, "horizon:  "+strconv.Itoa(spec.Steps)+" steps")
+			lin := map[string]string{"reaching": "mean"}[name]
+			if lin == "" {
+				lin = "data"
+			}
+			assert.Contains(t, sec, ", linearized at "+lin+"\n", "task %s: the likelihood's default linearization", name)
 			for _, p := range spec.Params {
 				assert.Regexp(t, `(?m)^\s+`+p.Name+`\s+`+regexp.QuoteMeta(strconv.FormatFloat(p.Default, 'g', -1, 64))+`\s+\[`,
 					sec, "task %s parameter %s with its default", name, p.Name)
@@ -178,6 +183,7 @@ func TestCLITasks(t *testing.T) {
 			Steps   int       `json:"steps"`
 			Planner string    `json:"planner"`
 			Jitter  float64   `json:"jitter"`
+			Lin     string    `json:"linearize"`
 			X0      []float64 `json:"x0"`
 			Params  []struct {
 				Name    string  `json:"name"`
@@ -201,11 +207,16 @@ func TestCLITasks(t *testing.T) {
 			assert.Equal(t, spec.States, task.States)
 			assert.Equal(t, spec.Steps, task.Steps)
 			assert.Len(t, task.X0, len(spec.States))
-			want := map[string]float64{"linear": 1e-12, "pendulum": 1e-10, "navigation": 1e-8, "cartpole": 1e-9}[task.Name]
+			want := map[string]float64{"linear": 1e-12, "pendulum": 1e-10, "navigation": 1e-8, "cartpole": 1e-9, "reaching": 1e-9}[task.Name]
 			if want == 0 {
 				want = 1e-6
 			}
 			assert.Equal(t, want, task.Jitter, "task %s: the likelihood's jitter", task.Name)
+			lin := map[string]string{"reaching": "mean"}[task.Name]
+			if lin == "" {
+				lin = "data"
+			}
+			assert.Equal(t, lin, task.Lin, "task %s: the likelihood's default linearization", task.Name)
 			require.Len(t, task.Params, len(spec.Params), "task %s", task.Name)
 			for i, p := range spec.Params {
 				assert.Equal(t, p.Name, task.Params[i].Name)

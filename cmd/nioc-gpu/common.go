@@ -183,7 +183,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 	tf.registerBackend(fs)
 	if withMethod {
 		fs.StringVar(&tf.method, "method", "ours", "likelihood, `ours|baseline`: ours (belief tracking) or baseline (maximum-causal-entropy IRL)")
-		fs.StringVar(&tf.linearize, "linearize", "data", "where the likelihood linearizes, `data|mean|ilqg`: around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg)")
+		fs.StringVar(&tf.linearize, "linearize", "", "where the likelihood linearizes, `data|mean|ilqg`: around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg); default: the task's (data unless the task says otherwise: see nioc-gpu tasks)")
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run, `unrolled|looped|auto`: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
 		fs.IntVar(&tf.stepsPerCall, "steps-per-call", 0, "time steps each compiled program of the looped form runs (`N`): fewer program calls per evaluation, larger programs to compile; 0 picks by backend (1: on 2 CPU cores larger blocks only compile longer, docs/backends.md \"Steps per call\")")
@@ -583,9 +583,13 @@ func jsonFloat(v float64) any {
 	return v
 }
 
-// parseLinearize checks the value of a --linearize flag.
+// parseLinearize checks the value of a --linearize flag; "" (not given) means the task's
+// (likelihood.TaskLinearization).
 func parseLinearize(s string) (likelihood.Linearization, error) {
 	l := likelihood.Linearization(s)
+	if l == "" {
+		return "", nil
+	}
 	if !slices.Contains(likelihood.Linearizations, l) {
 		names := make([]string, len(likelihood.Linearizations))
 		for i, v := range likelihood.Linearizations {

@@ -44,7 +44,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the parameter draws, the simulations and the restarts")
 	methods := fs.String("methods", "ours,baseline", "methods to compare: ours, baseline")
 	truth := fs.String("truth", "", "fix true values instead of drawing them, `name=value,...` (e.g. the paper's light-dark agent: light_cost=0,sigma=0.2)")
-	linearize := fs.String("linearize", "data", "linearization of our method, `data|mean|ilqg`")
+	linearize := fs.String("linearize", "", "linearization of our method, `data|mean|ilqg`; default: the task's (see nioc-gpu tasks)")
 	shard := fs.String("shard", "", "fit only shard k/N of the sets (run `nioc-gpu plot DIR` after all shards)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	out := fs.String("out", "", "output directory (created; an existing one is resumed)")
@@ -90,6 +90,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	if r.linearize, err = parseLinearize(*linearize); err != nil {
 		return err
+	}
+	if r.linearize == "" {
+		r.linearize = likelihood.TaskLinearization(spec)
 	}
 	T := spec.Steps
 	if isSet(fs, "steps") {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/data"
@@ -18,7 +19,7 @@ func init() {
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--no-feedforward] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
+	fs := newFlags("simulate", "--task NAME [--observe partial|full] [--planner full|partial] [--timing act-then-see|see-then-act] [--params name=value,...] [--trials 50] [--subjects 1] [--steps T | --vary-length lo:hi] [--seed 1] [--temperature τ] [--planner-iterations N] [--delay 0|1] [--no-feedforward] [--start-sd state=sd,... [--replan]] [--population name=mean:sd,... [--groups control=20,patient=20] [--group-effect GROUP:name=shift,...] [--truth FILE.csv] [--subjects-out FILE.csv]] [--force] --out FILE.csv", stderr)
 	var tf taskFlags
 	tf.register(fs, false)
 	params := fs.String("params", "", "parameter values name=value,... (others: the task's defaults; see `nioc-gpu tasks`)")
@@ -31,6 +32,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	iterations := fs.Int("planner-iterations", 0, "stop the agent's iLQG planner after N iterations (an agent that has not finished planning); default: until it converges (at most 100)")
 	delay := fs.Int("delay", 0, "sensorimotor delay of the agent in steps, 0 or 1: with 1 it senses x_{t-1} at step t (the likelihood does not model this)")
 	noFeedForward := fs.Bool("no-feedforward", false, "the agent acts on the noise-free optimum's controls, without the feed-forward correction for signal-dependent noise (as the JAX reference's agents; the likelihood does not model this)")
+	startSD := fs.String("start-sd", "", "spread the trials' initial states, state=sd,...: each trial starts at the task's x0 plus a normal draw with that sd (natural units; see nioc-gpu tasks for the states), from the seed; the agent plans from x0 unless --replan")
+	replan := fs.Bool("replan", false, "with --start-sd: the agent plans each trial from where that trial starts (one iLQG solution per trial) instead of once from the task's x0")
 	var pf populationFlags
 	pf.register(fs)
 	out := fs.String("out", "", "output CSV file")
@@ -70,6 +73,13 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	sim.Solver.MaxIter, sim.Sim.Delay, sim.Sim.NoFeedForward = *iterations, *delay, *noFeedForward
+	if sim.Sim.StartSD, err = startSpread(spec, *startSD); err != nil {
+		return err
+	}
+	if *replan && sim.Sim.StartSD == nil {
+		return usagef("--replan needs --start-sd: without a spread every trial starts at x0, where the agent plans from")
+	}
+	sim.Sim.Replan = *replan
 	if sim.Sim.Temperature, err = checkSimulation(sim, *temperature, spec.Temperature); err != nil {
 		return err
 	}
@@ -86,7 +96,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if sim.Solver.MaxIter == 0 {
-		warnNotConverged(stderr, byHorizon)
+		warnNotConverged(stderr, byHorizon, sim.Sim.Replan)
 	}
 	if err := writeSimulation(outs, set, spec, draws); err != nil {
 		return err
@@ -152,6 +162,19 @@ func reportSimulation(stderr io.Writer, spec models.Spec, sim study.Simulation, 
 		ff = "; controls without the feed-forward term (the noise-free optimum's)"
 	}
 	fmt.Fprintf(stderr, "agent: %s; %s; %s%s\n", policyNoiseText(sim.Sim.Temperature), plannerText(slices.Collect(maps.Values(byHorizon))), delayText(sim.Sim.Delay), ff)
+	if sim.Sim.StartSD != nil {
+		var parts []string
+		for i, sd := range sim.Sim.StartSD {
+			if sd > 0 {
+				parts = append(parts, fmt.Sprintf("%s sd %g", spec.States[i], sd))
+			}
+		}
+		from := "the agent plans from the task's x0"
+		if sim.Sim.Replan {
+			from = "the agent plans each trial from its own start"
+		}
+		fmt.Fprintf(stderr, "trials start spread around the task's x0 (%s); %s\n", strings.Join(parts, ", "), from)
+	}
 }
 
 // checkSimulation returns a usage error for a value of simulate's flags out of its range, and
@@ -181,9 +204,36 @@ func checkSimulation(sim study.Simulation, temperature, taskTemperature float64)
 	return temperature, nil
 }
 
+// startSpread returns the spread of the trials' initial states that --start-sd's value s
+// gives ("state=sd,...", natural units; one value per state of the task of spec, 0 where not
+// named), nil for none. Unknown states and negative or non-finite spreads are errors.
+func startSpread(spec models.Spec, s string) ([]float64, error) {
+	names, vals, err := parseAssignments(s, "start-sd")
+	if err != nil || names == nil {
+		return nil, err
+	}
+	sd := make([]float64, len(spec.States))
+	for j, name := range names {
+		i := slices.Index(spec.States, name)
+		if i < 0 {
+			return nil, usagef("--start-sd: task %s has no state %q; its states are %s", spec.Name, name, strings.Join(spec.States, ", "))
+		}
+		if !(vals[j] >= 0) || math.IsInf(vals[j], 0) {
+			return nil, usagef("--start-sd: %s=%g: a spread must be finite and >= 0", name, vals[j])
+		}
+		sd[i] = vals[j]
+	}
+	return sd, nil
+}
+
 // warnNotConverged warns on stderr of each planning horizon whose iLQG solution did not
-// converge (with parameters of each subject's own, for how many subjects).
-func warnNotConverged(stderr io.Writer, byHorizon map[int]*control.Policy) {
+// converge (with parameters of each subject's own, for how many subjects; with replan, a
+// solution per trial, for how many trials).
+func warnNotConverged(stderr io.Writer, byHorizon map[int]*control.Policy, replan bool) {
+	agents := "subjects' agents"
+	if replan {
+		agents = "trials' plans"
+	}
 	for _, h := range slices.Sorted(maps.Keys(byHorizon)) {
 		pol, which := byHorizon[h], ""
 		if len(byHorizon) > 1 {
@@ -193,7 +243,7 @@ func warnNotConverged(stderr io.Writer, byHorizon map[int]*control.Policy) {
 		case n > 0 && pol.Problems == 1:
 			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations%s\n", pol.Iterations, which)
 		case n > 0:
-			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations for %d of %d subjects' agents%s\n", pol.Iterations, n, pol.Problems, which)
+			fmt.Fprintf(stderr, "warning: iLQG did not converge in %d iterations for %d of %d %s%s\n", pol.Iterations, n, pol.Problems, agents, which)
 		}
 	}
 }

@@ -27,7 +27,8 @@ type taskJSON struct {
 	PlanOver    string      `json:"plan_over"` // trial (each trial its own plan) or task (plans over steps)
 	Planner     string      `json:"planner"`
 	Temperature float64     `json:"temperature"`
-	Jitter      float64     `json:"jitter"` // the likelihood's, added to each step's state covariance
+	Jitter      float64     `json:"jitter"`    // the likelihood's, added to each step's state covariance
+	Linearize   string      `json:"linearize"` // where the likelihood linearizes by default: data, mean or ilqg
 	X0          []float64   `json:"x0"`
 	Params      []paramJSON `json:"params"`
 }
@@ -70,7 +71,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 	for _, s := range specs {
 		if *asJSON {
 			t := taskJSON{Name: s.Name, Description: s.Description, States: s.States, StateBound: s.MaxState(), Controls: s.Controls,
-				Steps: s.Steps, PlanOver: string(s.PlanningHorizon()), Planner: string(s.Planner), Temperature: s.Temperature, Jitter: likelihood.TaskJitter(s), X0: s.X0}
+				Steps: s.Steps, PlanOver: string(s.PlanningHorizon()), Planner: string(s.Planner), Temperature: s.Temperature, Jitter: likelihood.TaskJitter(s), Linearize: string(likelihood.TaskLinearization(s)), X0: s.X0}
 			for _, p := range s.Params {
 				t.Params = append(t.Params, paramJSON{p.Name, p.Default, p.Lo, p.Hi, p.Scale.String(), p.Doc})
 			}
@@ -83,7 +84,7 @@ func runTasks(args []string, stdout, stderr io.Writer) error {
 		if s.PlanningHorizon() == models.HorizonTask {
 			over = "the agent always plans over them; a shorter trial is the plan's first steps"
 		}
-		fmt.Fprintf(stdout, "  horizon:  %d steps (%s); planner under partial observability: %s; MCE temperature %g; likelihood jitter %g\n", s.Steps, over, s.Planner, s.Temperature, likelihood.TaskJitter(s))
+		fmt.Fprintf(stdout, "  horizon:  %d steps (%s); planner under partial observability: %s; MCE temperature %g; likelihood jitter %g, linearized at %s\n", s.Steps, over, s.Planner, s.Temperature, likelihood.TaskJitter(s), likelihood.TaskLinearization(s))
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  parameter\tdefault\tsearch box\tscale\t")
 		for _, p := range s.Params {

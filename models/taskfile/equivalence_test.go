@@ -48,6 +48,7 @@ func TestExamplesSimulateAndLoglikLikeBuiltins(t *testing.T) {
 			// The jitter barely moves a partially observed likelihood at the defaults, so the
 			// comparison below would not see a file that forgot it.
 			assert.Equal(t, builtin.Spec().Jitter, file.Spec().Jitter, "jitter")
+			assert.Equal(t, builtin.Spec().Linearize, file.Spec().Linearize, "linearize")
 			want := simulate(t, builtin, natural, 2, 7)
 			got := simulate(t, file, natural, 2, 7)
 			require.Len(t, got, len(want))

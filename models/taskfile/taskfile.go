@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/nioc-gpu/nioc-gpu/graph/sym"
+	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"gonum.org/v1/gonum/mat"
 )
@@ -38,6 +39,7 @@ type schema struct {
 	Temperature       float64           `toml:"temperature"`
 	StateBound        float64           `toml:"state_bound"`
 	Jitter            float64           `toml:"jitter"`
+	Linearize         string            `toml:"linearize"`
 	PlanOver          string            `toml:"plan_over"`
 	Timing            string            `toml:"timing"`
 	X0                []any             `toml:"x0"`
@@ -274,6 +276,12 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 			return d.errorf("jitter", "jitter must be a finite variance > 0 (added to each step's state covariance), got %g", s.Jitter)
 		}
 		spec.Jitter = s.Jitter
+	}
+	if d.has("linearize") {
+		if !slices.Contains(likelihood.Linearizations, likelihood.Linearization(s.Linearize)) {
+			return d.errorf("linearize", "unknown linearize %q: use \"data\" (around each observed trial, the default), \"mean\" (around the mean of a subject's trials) or \"ilqg\" (around the agent's plan for each θ)", s.Linearize)
+		}
+		spec.Linearize = s.Linearize
 	}
 	if d.has("plan_over") {
 		spec.Horizon = models.Horizon(s.PlanOver)
