@@ -8,8 +8,9 @@ import (
 )
 
 // Flat chunks: with LinearizeData the trials of a row are independent given its θ (each is
-// linearized at its own data), so a row's log-likelihood and gradient are the sums of its
-// trials'. EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
+// linearized at its own data), and with LinearizeMean given its θ and its nominal (the mean of
+// its trials, which the data alone fix, passed to each trial as an explicit input as
+// TrialScores does), so a row's log-likelihood and gradient are the sums of its trials'. EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
 // trial) in the graph of TrialScores, which a fit with robust standard errors builds anyway:
 // once few restarts are left, trials spread over every core in that smaller graph take less
 // time than the rows padded into the restarts' graph on one core (cart-pole: a chunk of 5
@@ -44,9 +45,10 @@ const flatElementCost = 30
 // FlatChunks declares that TrialScores will run, or has run, on trials (one subject's), so that
 // EvalRows may run calls in that graph's flat chunks where they take less time (see
 // flatPays). A call that arrives while the graph is still being built waits for it. It
-// applies with LinearizeData on the Go backend's unrolled form, and does nothing otherwise.
+// applies with LinearizeData and LinearizeMean on the Go backend's unrolled form, and does
+// nothing otherwise.
 func (e *Evaluator) FlatChunks(trials [][][]float64) error {
-	if e.opts.Linearize != LinearizeData || e.opts.ValueOnly || e.looped() {
+	if !e.flattens() || e.opts.ValueOnly || e.looped() {
 		return nil
 	}
 	rows := make([][][][]float64, len(trials))
@@ -57,7 +59,7 @@ func (e *Evaluator) FlatChunks(trials [][][]float64) error {
 	if err != nil {
 		return err
 	}
-	g := flatGraph{F: len(trials), Steps: d.Steps, explicit: d.running != nil}
+	g := flatGraph{F: len(trials), Steps: d.Steps, explicit: d.running != nil || e.opts.Linearize == LinearizeMean}
 	e.flat.mu.Lock()
 	defer e.flat.mu.Unlock()
 	for _, h := range e.flat.graphs {
@@ -69,18 +71,38 @@ func (e *Evaluator) FlatChunks(trials [][][]float64) error {
 	return nil
 }
 
+// flattens reports whether the evaluator's rows may run as flat chunks: under LinearizeData
+// and LinearizeMean (LinearizeILQG's nominal is the iLQG solution of each row's θ).
+func (e *Evaluator) flattens() bool {
+	return e.opts.Linearize == LinearizeData || e.opts.Linearize == LinearizeMean
+}
+
 // flatChunks prepares the trials of rows as chunks of g.F single-trial rows over g.Steps
 // steps, the last padded with copies of the last trial; owner[c][i] is the row of chunk c's
-// row i (−1 for padding). It reports false where the chunks' graph would not be g's.
+// row i (−1 for padding). Under LinearizeMean each single-trial row gets its row's nominal
+// over g.Steps steps (rowNominal). It reports false where the chunks' graph would not be g's.
 func (e *Evaluator) flatChunks(rows [][][][]float64, theta [][]float64, g flatGraph) (ds []*Data, thetas [][][]float64, owner [][]int, ok bool) {
 	type traj struct {
-		row int
-		tr  [][]float64
+		row, col int // the trial's row, and its column of the row's nominal
+		tr       [][]float64
 	}
+	n := len(e.sym.Spec.States)
+	mean := e.opts.Linearize == LinearizeMean
 	var all []traj
+	var nominals [][]float64 // under LinearizeMean each row's, [g.Steps+1][n][cols]
+	var cols []int
 	for r, row := range rows {
-		for _, tr := range row {
-			all = append(all, traj{r, tr})
+		ncol := 1
+		if mean {
+			whole, err := e.prepare([][][][]float64{row}, 0, g.Steps)
+			if err != nil || whole.Steps != g.Steps {
+				return nil, nil, nil, false
+			}
+			src, c := whole.rowNominal(n)
+			nominals, cols, ncol = append(nominals, src), append(cols, c), c
+		}
+		for j, tr := range row {
+			all = append(all, traj{r, min(j, ncol-1), tr})
 		}
 	}
 	trialHorizon := e.sym.Spec.PlanningHorizon() == models.HorizonTrial
@@ -103,6 +125,16 @@ func (e *Evaluator) flatChunks(rows [][][][]float64, theta [][]float64, g flatGr
 		}
 		if g.explicit && d.running == nil {
 			d.forceExplicit(trialHorizon)
+		}
+		if mean {
+			d.nominal = make([]float64, (g.Steps+1)*n*g.F)
+			for i := range g.F {
+				a := all[min(start+i, len(all)-1)]
+				src, c := nominals[a.row], cols[a.row]
+				for ti := range (g.Steps + 1) * n {
+					d.nominal[ti*g.F+i] = src[ti*c+a.col]
+				}
+			}
 		}
 		ds, thetas, owner = append(ds, d), append(thetas, th), append(owner, own)
 	}

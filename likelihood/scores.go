@@ -41,16 +41,7 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 	switch e.opts.Linearize {
 	case LinearizeMean:
 		d.forceExplicit(e.sym.Spec.PlanningHorizon() == models.HorizonTrial)
-		src, cols := whole.nominal, 1
-		if src == nil {
-			lengths := make([]int, N)
-			for r := range lengths {
-				lengths[r] = T
-			}
-			src = whole.meanNominal(n, lengths, true)
-		} else {
-			cols = len(src) / ((T + 1) * n)
-		}
+		src, cols := whole.rowNominal(n)
 		d.nominal = make([]float64, (T+1)*n*N)
 		for ti := range (T + 1) * n {
 			for r := range N {
@@ -65,6 +56,20 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 		nominal = one.Repeat(N)
 	}
 	return e.EvalAt(d, thetas, nominal)
+}
+
+// rowNominal returns the LinearizeMean nominal of whole, one row of trials, [T+1][n][cols]
+// (T = whole.Steps): the explicit one of trials of their own length (a column per trial with a
+// trial horizon), else the mean of all of them (cols = 1).
+func (whole *Data) rowNominal(n int) (src []float64, cols int) {
+	if whole.nominal != nil {
+		return whole.nominal, len(whole.nominal) / ((whole.Steps + 1) * n)
+	}
+	lengths := make([]int, whole.Trials)
+	for r := range lengths {
+		lengths[r] = whole.Steps
+	}
+	return whole.meanNominal(n, lengths, true), 1
 }
 
 // forceExplicit gives d (rows of one trial each) the explicit per-step inputs of trials of
