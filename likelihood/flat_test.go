@@ -1,7 +1,6 @@
 package likelihood
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // flat chunks of single-trial rows in TrialScores' graph (the last chunk padded), give each
 // row's log-likelihood and gradient as the rows evaluated whole, to the bit, with a
 // fitted temperature and with trials of their own length, in the graph TrialScores then uses;
-// under LinearizeMean, with the row's nominal as an input, the same to 1e-12.
+// under LinearizeMean, with the row's nominal as an input, the same to 1e-12 (gradients 1e-9).
 func TestFlatChunksEqualRows(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
@@ -25,18 +24,28 @@ func TestFlatChunksEqualRows(t *testing.T) {
 	natural, _ := testTheta(m.Spec())
 	same := simulateTrials(t, m, control.ObservePartial, natural, 4, 30, 11)
 	varying := simulateLengths(t, m, natural, []int{30, 22, 30, 25}, 12)
+	mean := Options{Linearize: LinearizeMean, FitTemperature: true}
+	// Under LinearizeMean each trial runs with its row's nominal (the mean of the row's trials)
+	// as an input, where the rows evaluated whole take the mean in their graph (in another
+	// order of sums: not to the bit), with trials of their own length under a trial horizon (a
+	// nominal per length) and a task horizon (one per row).
 	for _, c := range []struct {
+		name   string
+		m      models.Model
 		opts   Options
 		trials [][][]float64
 	}{
-		{Options{}, same},
-		{Options{FitTemperature: true}, same},
-		{Options{}, varying},
+		{"data", m, Options{}, same},
+		{"data/fit-temperature", m, Options{FitTemperature: true}, same},
+		{"data/own lengths", m, Options{}, varying},
+		{"mean", m, mean, same},
+		{"mean/own lengths", m, mean, varying},
+		{"mean/own lengths, task horizon", lengthOwnHorizon{}, mean, linearTrials(5, 20, 14, 20, 17)},
 	} {
-		t.Run(fmt.Sprintf("fit-temperature=%v/varying=%v", c.opts.FitTemperature, len(c.trials[1]) != len(c.trials[0])), func(t *testing.T) {
-			e, err := New(m, b, c.opts)
+		t.Run(c.name, func(t *testing.T) {
+			e, err := New(c.m, b, c.opts)
 			require.NoError(t, err)
-			theta := withTemperature(m.Spec(), c.opts)
+			theta := withTemperature(c.m.Spec(), c.opts)
 			other := append([]float64(nil), theta...)
 			other[0] += 0.1
 			rows := [][][][]float64{c.trials, c.trials[1:3], c.trials[:3]}
@@ -46,7 +55,9 @@ func TestFlatChunksEqualRows(t *testing.T) {
 			require.NoError(t, e.FlatChunks(c.trials))
 			require.Len(t, e.flat.graphs, 1)
 			g := e.flat.graphs[0]
-			assert.Equal(t, flatGraph{F: 4, Steps: steps, explicit: c.trials[1] != nil && len(c.trials[1]) != len(c.trials[0])}, g)
+			ownLengths := len(c.trials[1]) != len(c.trials[0])
+			isMean := c.opts.Linearize == LinearizeMean
+			assert.Equal(t, flatGraph{F: 4, Steps: steps, explicit: ownLengths || isMean}, g, "under LinearizeMean the nominal is an input")
 			ds, ths, owner, ok := e.flatChunks(rows, thetas, g)
 			require.True(t, ok)
 			require.Len(t, ds, 3, "9 trials in chunks of 4")
@@ -63,57 +74,17 @@ func TestFlatChunksEqualRows(t *testing.T) {
 			require.NoError(t, err)
 			want, wantGrad, err := e.Eval(d, thetas)
 			require.NoError(t, err)
-			assert.Equal(t, want, ll, "the rows' log-likelihoods, to the bit")
-			assert.Equal(t, wantGrad, grad, "the rows' gradients, to the bit")
-		})
-	}
-	// Under LinearizeMean each trial runs with its row's nominal (the mean of the row's trials)
-	// as an input: the rows' values agree with the rows evaluated whole, whose graph takes the
-	// mean itself (in another order of sums: to 1e-12), with trials of their own length under
-	// a trial horizon (a nominal per length) and a task horizon (one per row).
-	taskM := lengthOwnHorizon{}
-	for _, c := range []struct {
-		name   string
-		m      models.Model
-		trials [][][]float64
-	}{
-		{"same length", m, same},
-		{"own lengths", m, varying},
-		{"own lengths, task horizon", taskM, linearTrials(5, 20, 14, 20, 17)},
-	} {
-		t.Run("mean linearization/"+c.name, func(t *testing.T) {
-			opts := Options{Linearize: LinearizeMean, FitTemperature: true}
-			e, err := New(c.m, b, opts)
-			require.NoError(t, err)
-			theta := withTemperature(c.m.Spec(), opts)
-			other := append([]float64(nil), theta...)
-			other[0] += 0.1
-			rows := [][][][]float64{c.trials, c.trials[1:3], c.trials[:3]}
-			thetas := [][]float64{theta, other, theta}
-			require.NoError(t, e.FlatChunks(c.trials))
-			require.Len(t, e.flat.graphs, 1)
-			g := e.flat.graphs[0]
-			assert.True(t, g.explicit, "the nominal is an input")
-			ds, ths, owner, ok := e.flatChunks(rows, thetas, g)
-			require.True(t, ok)
-			ll, grad, err := e.runFlat(ds, ths, owner, len(rows), 2)
-			require.NoError(t, err)
-			tl, _, err := e.TrialScores(c.trials, theta)
-			require.NoError(t, err)
-			assert.Equal(t, 1, e.Stats().Builds, "TrialScores ran the flat chunks' graph")
-			assertSums(t, tl, ll[0], "row 0 is the subject's trials")
-			d, err := e.Prepare(rows, 0)
-			require.NoError(t, err)
-			want, wantGrad, err := e.Eval(d, thetas)
-			require.NoError(t, err)
+			assert.NotEqual(t, want[0], want[1], "the rows differ")
+			if !isMean {
+				assert.Equal(t, want, ll, "the rows' log-likelihoods, to the bit")
+				assert.Equal(t, wantGrad, grad, "the rows' gradients, to the bit")
+				return
+			}
 			for r := range rows {
 				assert.InDelta(t, want[r], ll[r], 1e-12*math.Abs(want[r]), "row %d's log-likelihood", r)
 				for j := range wantGrad[r] {
 					assert.InDelta(t, wantGrad[r][j], grad[r][j], 1e-9*(1+math.Abs(wantGrad[r][j])), "row %d's gradient %d", r, j)
 				}
-			}
-			for r := range rows[1:] {
-				assert.NotEqual(t, want[0], want[r+1], "the rows differ")
 			}
 		})
 	}
