@@ -10,7 +10,8 @@ import (
 // Flat chunks: with LinearizeData the trials of a row are independent given its θ (each is
 // linearized at its own data), and with LinearizeMean given its θ and its nominal (the mean of
 // its trials, which the data alone fix, passed to each trial as an explicit input as
-// TrialScores does), so a row's log-likelihood and gradient are the sums of its trials'. EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
+// TrialScores does), so a row's log-likelihood and gradient are the sums of its trials'.
+// EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
 // trial) in the graph of TrialScores, which a fit with robust standard errors builds anyway:
 // once few restarts are left, trials spread over every core in that smaller graph take less
 // time than the rows padded into the restarts' graph on one core (cart-pole: a chunk of 5
