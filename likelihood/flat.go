@@ -12,7 +12,7 @@ import (
 // its trials, which the data alone fix, passed to each trial as an explicit input as
 // TrialScores does), so a row's log-likelihood and gradient are the sums of its trials'.
 // EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
-// trial) in the graph of TrialScores, which a fit with robust standard errors builds anyway:
+// trial) in the graph of TrialScores, which a fit on the Go backend builds beside its first:
 // once few restarts are left, trials spread over every core in that smaller graph take less
 // time than the rows padded into the restarts' graph on one core (cart-pole: a chunk of 5
 // rows of 50 trials takes 115 ms, a flat chunk of 50 trials 33 ms; docs/speed.md). Padding
