@@ -33,9 +33,11 @@ func (d *dualAveraging) final() float64 { return math.Exp(d.xBar) }
 // initial buffer of fast (step-size only) adaptation, windows of doubling length starting at
 // base, the last one stretched to end where the terminal buffer begins. At the end of each
 // window the inverse metric becomes the window's regularized sample variances (diagonal) or
-// covariance (dense), shrunk towards 10⁻³·I as Stan does.
+// covariance (dense), shrunk towards 10⁻³·I as Stan does, or towards prior where one is set
+// (Options.InitMetric).
 type varAdapter struct {
 	enabled, dense                     bool
+	prior                              [][]float64 // the shrinkage target; nil: 10⁻³·I
 	warmup, initBuffer, termBuffer     int
 	base, counter, windowSize, nextEnd int
 
@@ -133,7 +135,10 @@ func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
 			if v.n > 1 {
 				cov[i][j] = n / (n + 5) * v.m2[i][j] / (n - 1)
 			}
-			if i == j {
+			switch {
+			case v.prior != nil:
+				cov[i][j] += 5 / (n + 5) * v.prior[i][j]
+			case i == j:
 				cov[i][j] += 1e-3 * 5 / (n + 5)
 			}
 			if !finite(cov[i][j]) {
@@ -141,6 +146,12 @@ func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
 			}
 		}
 		clear(v.m2[i])
+	}
+	for i := range cov { // the co-moments' rounding differs between (i, j) and (j, i)
+		for j := range i {
+			cov[i][j] = (cov[i][j] + cov[j][i]) / 2
+			cov[j][i] = cov[i][j]
+		}
 	}
 	v.n = 0
 	clear(v.mean)

@@ -56,6 +56,7 @@ type settings struct {
 	stepSize, initRadius               float64
 	initBuffer, termBuffer, window     int
 	init                               func(group, chain int) []float64
+	initMetric                         func(group int) [][]float64
 	groupSeed                          func(group int) uint64
 	unsynchronized, dense              bool
 	progress                           func(Progress)
@@ -98,18 +99,27 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 	s := &nuts{dim: dim, rng: c.rng, eval: eval, metric: unitMetric(dim, o.dense), qStep: make([]float64, dim),
 		eps: o.stepSize, maxDepth: o.maxDepth, maxDeltaH: o.maxDeltaH}
 	defer func() { c.out.Evaluations = s.evals }()
+	var prior [][]float64 // the initial inverse metric, nil for the identity
+	if o.initMetric != nil {
+		if prior = o.initMetric(c.group); prior != nil {
+			if err := s.metric.set(prior); err != nil {
+				return fmt.Errorf("initial metric: %w", err)
+			}
+		}
+	}
 	z, err := c.initialPoint(s)
 	if err != nil {
 		return err
 	}
 	da := dualAveraging{mu: math.Log(10 * o.stepSize), delta: o.delta, gamma: o.gamma, kappa: o.kappa, t0: o.t0}
 	va := newVarAdapter(dim, o.warmup, o.initBuffer, o.termBuffer, o.window, o.dense)
+	va.prior = prior
 	if o.warmup > 0 {
 		if err := s.initStepSize(z); err != nil {
 			return err
 		}
 	}
-	c.allocate()
+	c.allocate(s.metric)
 	for it := 0; it < o.warmup+o.draws; it++ {
 		if !sync() {
 			return errAborted
@@ -181,7 +191,7 @@ func (c *chainRun) initialPoint(s *nuts) (*state, error) {
 		tries, c.o.initRadius, c.o.initRadius, c.t.dim)
 }
 
-func (c *chainRun) allocate() {
+func (c *chainRun) allocate(m *metric) {
 	n := c.o.draws
 	c.out.Draws = make([][]float64, 0, n)
 	c.out.Scaled = make([][]float64, 0, n)
@@ -193,8 +203,7 @@ func (c *chainRun) allocate() {
 	c.out.AcceptStat = make([]float64, 0, n)
 	if c.o.warmup == 0 {
 		c.out.StepSize = c.o.stepSize
-		m := unitMetric(c.t.dim, c.o.dense)
-		c.out.InvMetric, c.out.InvMetricDense = m.diag, m.dense
+		c.out.InvMetric, c.out.InvMetricDense = clone(m.diag), m.denseCopy()
 	}
 }
 

@@ -64,6 +64,37 @@ func (m *metric) setDense(cov [][]float64) error {
 	return nil
 }
 
+// set makes M⁻¹ a copy of cov, a symmetric positive-definite matrix of the metric's
+// dimension: all of it if the metric is dense, else its diagonal.
+func (m *metric) set(cov [][]float64) error {
+	n := len(m.diag)
+	if len(cov) != n {
+		return fmt.Errorf("a %d×%d matrix for a metric of dimension %d", len(cov), len(cov), n)
+	}
+	c := make([][]float64, n)
+	for i, row := range cov {
+		if len(row) != n {
+			return fmt.Errorf("row %d has %d entries for a metric of dimension %d", i, len(row), n)
+		}
+		if !(row[i] > 0) || math.IsInf(row[i], 0) {
+			return fmt.Errorf("diagonal entry %d is %g: need a positive-definite matrix", i, row[i])
+		}
+		for j, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v != cov[j][i] {
+				return fmt.Errorf("entry (%d, %d) is %g: need a finite symmetric matrix", i, j, v)
+			}
+		}
+		c[i] = append([]float64(nil), row...)
+	}
+	if m.dense == nil {
+		for i := range m.diag {
+			m.diag[i] = c[i][i]
+		}
+		return nil
+	}
+	return m.setDense(c)
+}
+
 // sharp sets dst = M⁻¹p.
 func (m *metric) sharp(dst, p []float64) {
 	if m.dense == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 )
 
 // groupedGaussians is a target of three groups, each a 2-D normal of its own, that records
@@ -184,6 +185,71 @@ func TestWindows(t *testing.T) {
 			assert.InDeltaSlice(t, want[i], m.dense[i], 1e-12)
 		}
 	}
+}
+
+// TestWindowsShrinkTowardsPrior: with an initial metric (Options.InitMetric) a window's
+// estimate is shrunk towards it, as towards five draws of it, instead of towards 10⁻³·I.
+func TestWindowsShrinkTowardsPrior(t *testing.T) {
+	prior := [][]float64{{4e-4, 1e-4}, {1e-4, 9e-4}}
+	for _, dense := range []bool{false, true} {
+		v := newVarAdapter(2, 1000, 75, 50, 25, dense)
+		v.prior = prior
+		m := unitMetric(2, dense)
+		require.NoError(t, m.set(prior))
+		var xs, ys []float64
+		for it := range 100 {
+			x, y := 0.02*math.Sin(float64(it)), 0.03*math.Cos(float64(it))
+			if it >= 75 {
+				xs, ys = append(xs, x), append(ys, y)
+			}
+			_, err := v.learn([]float64{x, y}, m)
+			require.NoError(t, err)
+		}
+		cov := func(a, b []float64) float64 {
+			return 25.0 / 30 * stat.Covariance(a, b, nil)
+		}
+		w := 5.0 / 30
+		assert.InDelta(t, cov(xs, xs)+w*prior[0][0], m.diag[0], 1e-15)
+		assert.InDelta(t, cov(ys, ys)+w*prior[1][1], m.diag[1], 1e-15)
+		if !dense {
+			assert.Nil(t, m.dense)
+			continue
+		}
+		assert.InDelta(t, cov(xs, ys)+w*prior[0][1], m.dense[0][1], 1e-15)
+		assert.Equal(t, m.dense[0][1], m.dense[1][0])
+	}
+}
+
+// TestMetricSet: an initial metric must be a finite symmetric positive-definite matrix of
+// the metric's dimension; a diagonal metric takes its diagonal.
+func TestMetricSet(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cov  [][]float64
+		err  string
+	}{
+		{"wrong dimension", [][]float64{{1}}, "1×1 matrix for a metric of dimension 2"},
+		{"short row", [][]float64{{1, 0}, {0}}, "row 1 has 1 entries"},
+		{"zero diagonal", [][]float64{{1, 0}, {0, 0}}, "diagonal entry 1 is 0"},
+		{"not symmetric", [][]float64{{1, 0.5}, {0.4, 1}}, "entry (0, 1) is 0.5"},
+		{"NaN", [][]float64{{1, math.NaN()}, {math.NaN(), 1}}, "entry (0, 1) is NaN"},
+		{"indefinite", [][]float64{{1, 2}, {2, 1}}, "not positive definite"},
+	} {
+		err := unitMetric(2, true).set(c.cov)
+		if assert.Error(t, err, c.name) {
+			assert.Contains(t, err.Error(), c.err, c.name)
+		}
+	}
+	cov := [][]float64{{4, 1}, {1, 2}}
+	m := unitMetric(2, false)
+	require.NoError(t, m.set(cov))
+	assert.Equal(t, []float64{4, 2}, m.diag)
+	assert.Nil(t, m.dense)
+	m = unitMetric(2, true)
+	require.NoError(t, m.set(cov))
+	assert.Equal(t, cov, m.dense)
+	cov[0][0] = 9
+	assert.Equal(t, 4.0, m.dense[0][0], "set keeps a copy")
 }
 
 func TestDualAveraging(t *testing.T) {

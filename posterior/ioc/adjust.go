@@ -57,6 +57,10 @@ type adjustment struct {
 	center, mode []float64
 	C            *mat.Dense
 	sdRatio      []float64 // adjusted over unadjusted marginal standard deviation, per parameter (Result.SDRatio)
+	// cov is the adjusted likelihood's covariance at mode in the fitting scale, C⁻¹ H⁻¹ C⁻ᵀ
+	// (rows and columns of NaN for the parameters embed leaves unadjusted): where the
+	// sampler's metric starts (initialMetric).
+	cov [][]float64
 	// wall is, per parameter, the scale of the Gaussian fall-off that stands in for the
 	// likelihood where θ̂ + C(θ − m) leaves the box (boxed): the likelihood's own conditional
 	// standard deviation 1/√H_kk at θ̂.
@@ -71,20 +75,74 @@ func (a *adjustment) embed(center []float64, keep []int) *adjustment {
 	p := len(center)
 	C := mat.NewDense(p, p, nil)
 	mode, ratio, wall := slices.Clone(center), make([]float64, p), make([]float64, p)
+	cov := make([][]float64, p)
 	for k := range p {
 		C.Set(k, k, 1)
 		ratio[k], wall[k] = 1, math.Inf(1)
+		cov[k] = make([]float64, p)
+		for l := range cov[k] {
+			cov[k][l] = math.NaN()
+		}
 	}
 	for i, k := range keep {
 		for j, l := range keep {
 			C.Set(k, l, a.C.At(i, j))
+			cov[k][l] = a.cov[i][j]
 		}
 		mode[k], ratio[k], wall[k] = a.mode[i], a.sdRatio[i], a.wall[i]
 		if a.center[i] != center[k] {
 			panic("adjustment.embed: the centres differ")
 		}
 	}
-	return &adjustment{kind: a.kind, center: slices.Clone(center), mode: mode, C: C, sdRatio: ratio, wall: wall}
+	return &adjustment{kind: a.kind, center: slices.Clone(center), mode: mode, C: C, sdRatio: ratio, wall: wall, cov: cov}
+}
+
+// initialMetric returns the inverse metric the chains of a subject whose likelihood a adjusts
+// start from (posterior.Options.InitMetric): a's covariance at its mode mapped to the
+// sampler's unconstrained space by the box's Jacobian there, dy/ds = 1/((hi − lo)·u·(1 − u))
+// with u = (s − lo)/(hi − lo) (posterior.Box). That linearization holds where the mode lies
+// at least three of a's standard deviations inside the box; a parameter nearer a bound (the
+// temperature of an agent without policy noise, estimated on its lower bound), or whose
+// covariance a does not know (embed), gets 1 on the diagonal and no correlations: a posterior
+// piled against a bound spreads over about one unit of the logit scale (the logarithm of a
+// half-normal draw has a standard deviation of π/√8 ≈ 1.1). It returns nil (the identity)
+// where a is nil or the matrix is not positive definite.
+func initialMetric(a *adjustment, lo, hi []float64) [][]float64 {
+	if a == nil || a.cov == nil {
+		return nil
+	}
+	p := len(a.mode)
+	jac := make([]float64, p)
+	for k := range p {
+		w, sd := hi[k]-lo[k], math.Sqrt(a.cov[k][k])
+		if !(a.mode[k]-3*sd > lo[k] && a.mode[k]+3*sd < hi[k]) { // NaN: unknown
+			jac[k] = math.NaN()
+			continue
+		}
+		u := (a.mode[k] - lo[k]) / w
+		jac[k] = 1 / (w * u * (1 - u))
+	}
+	m := make([][]float64, p)
+	for k := range p {
+		m[k] = make([]float64, p)
+	}
+	for k := range p {
+		for l := k; l < p; l++ {
+			switch {
+			case math.IsNaN(jac[k]) || math.IsNaN(jac[l]):
+				if k == l {
+					m[k][l] = 1
+				}
+			default:
+				m[k][l] = jac[k] * (a.cov[k][l] + a.cov[l][k]) / 2 * jac[l]
+			}
+			m[l][k] = m[k][l]
+		}
+	}
+	if !new(mat.Cholesky).Factorize(symOf(m)) {
+		return nil
+	}
+	return m
 }
 
 // boxed returns y = θ̂ + C(x − m) (apply) clamped to the box [lo, hi], and beyond, y's
@@ -301,7 +359,8 @@ func whitenedAdjustment(kind string, center, mode []float64, H *mat.SymDense, L 
 		ratio[k] = math.Sqrt(adjCov.At(k, k) / Hi.At(k, k))
 		wall[k] = 1 / math.Sqrt(H.At(k, k))
 	}
-	return &adjustment{kind: kind, center: slices.Clone(center), mode: slices.Clone(mode), C: &C, sdRatio: ratio, wall: wall}, nil
+	return &adjustment{kind: kind, center: slices.Clone(center), mode: slices.Clone(mode), C: &C, sdRatio: ratio, wall: wall,
+		cov: denseRows(&adjCov)}, nil
 }
 
 // symOf returns the symmetric part of A as a SymDense.

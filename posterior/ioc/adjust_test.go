@@ -579,3 +579,78 @@ func TestFlatBootstrapAdjustment(t *testing.T) {
 	_, err = newFlatBootstrapAdjustment(center, mode, sd, [][]float64{{-1, 0, 0}, {0, -2, 0}, {0, 0, -3}})
 	assert.ErrorContains(t, err, "no positive curvature")
 }
+
+// TestInitialMetric: the metric the chains start from is the adjusted likelihood's
+// covariance, the inverse of its curvature Cᵀ H C, mapped to the sampler's unconstrained
+// space by the Jacobian of posterior.Box.To at the mode (against central differences); a
+// parameter within three standard deviations of a bound, or that embed leaves unadjusted, gets
+// 1 on the diagonal and no correlations; without an adjustment the chains start from the
+// identity (nil).
+func TestInitialMetric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const p = 3
+	H, E := randomSPD(rng, p), randomSPD(rng, p)
+	J := make([][]float64, p)
+	for i := range p {
+		J[i] = make([]float64, p)
+		for k := range p {
+			H[i][k] *= 1e4 // standard deviations of about 10⁻²
+			J[i][k] = 2*H[i][k] + 1e4*E[i][k]
+		}
+	}
+	lo, hi := []float64{-3, 0, -8}, []float64{-1, 10, 2}
+	box, err := posterior.NewBox(lo, hi)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name   string
+		center []float64
+		unit   []bool // parameters near a bound
+	}{
+		{"inside", []float64{-2.5, 9.6, -7.8}, []bool{false, false, false}}, // near the bounds too, where the Jacobian is large
+		{"on a bound", []float64{-2.5, 9.6, -8}, []bool{false, false, true}},
+		{"near two", []float64{-1.001, 0.002, 0}, []bool{true, true, false}},
+	} {
+		a, err := newAdjustment(c.center, H, J)
+		require.NoError(t, err, c.name)
+		var curv, cov mat.Dense
+		curv.Product(a.C.T(), mat.NewDense(p, p, slices.Concat(H...)), a.C)
+		require.NoError(t, cov.Inverse(&curv))
+		m := initialMetric(a, lo, hi)
+		require.Len(t, m, p, c.name)
+		for k := range p {
+			h := 1e-7 * (hi[k] - lo[k])
+			up, down := slices.Clone(a.mode), slices.Clone(a.mode)
+			up[k] += h
+			down[k] -= h
+			jk := (box.To(up)[k] - box.To(down)[k]) / (2 * h)
+			for l := range p {
+				assert.Equal(t, m[k][l], m[l][k])
+				if c.unit[k] || c.unit[l] {
+					assert.Equal(t, map[bool]float64{true: 1, false: 0}[k == l], m[k][l], "%s (%d, %d)", c.name, k, l)
+					continue
+				}
+				up, down := slices.Clone(a.mode), slices.Clone(a.mode)
+				hl := 1e-7 * (hi[l] - lo[l])
+				up[l] += hl
+				down[l] -= hl
+				jl := (box.To(up)[l] - box.To(down)[l]) / (2 * hl)
+				assert.InEpsilon(t, jk*cov.At(k, l)*jl, m[k][l], 1e-5, "%s (%d, %d)", c.name, k, l)
+			}
+		}
+	}
+
+	// Embedded: parameter 1 left as the likelihood has it.
+	center := []float64{-2.5, 9.6, -7.8}
+	sub, err := newAdjustment([]float64{center[0], center[2]}, [][]float64{{H[0][0], H[0][2]}, {H[2][0], H[2][2]}},
+		[][]float64{{J[0][0], J[0][2]}, {J[2][0], J[2][2]}})
+	require.NoError(t, err)
+	e := initialMetric(sub.embed(center, []int{0, 2}), lo, hi)
+	require.Len(t, e, p)
+	assert.Equal(t, []float64{0, 1, 0}, e[1])
+	assert.Equal(t, 0.0, e[0][1])
+	full := initialMetric(sub, []float64{lo[0], lo[2]}, []float64{hi[0], hi[2]})
+	assert.Equal(t, full[0][1], e[0][2])
+	assert.Equal(t, full[1][1], e[2][2])
+
+	assert.Nil(t, initialMetric(nil, lo, hi))
+}

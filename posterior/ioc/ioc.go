@@ -387,6 +387,7 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits []
 	if inits != nil {
 		po.Init = func(g, c int) []float64 { return inits[g][c] }
 	}
+	po.InitMetric = func(g int) [][]float64 { return initialMetric(adj[g], lo, hi) }
 	return posterior.Sample(ctx, target, po)
 }
 
