@@ -96,6 +96,30 @@ func testSampleGaussian2D(t *testing.T, dense bool) {
 	}
 }
 
+// sampleGaussian2 samples g with o, checks the draws' means and standard deviations against
+// g's within 4 Monte-Carlo standard errors, and returns the result and the mean number of
+// leapfrog steps a draw.
+func sampleGaussian2(t *testing.T, g gaussian2, o Options) (*Result, float64) {
+	t.Helper()
+	res, err := Sample(context.Background(), NewTarget(2, batch(g.logp)), o)
+	require.NoError(t, err)
+	require.NoError(t, res.Err())
+	sum, err := res.Summary(0)
+	require.NoError(t, err)
+	for j, s := range sum {
+		within(t, "mean", s.Mean, g.mu[j], s.SD/math.Sqrt(s.ESSBulk), 4)
+		within(t, "sd", s.SD, g.sd[j], g.sd[j]/math.Sqrt(2*s.ESSBulk), 4)
+	}
+	steps, n := 0.0, 0
+	for _, c := range res.Chains {
+		for _, l := range c.NLeapfrog {
+			steps += float64(l)
+			n++
+		}
+	}
+	return res, steps / float64(n)
+}
+
 // TestDenseMetricCorrelated: on a strongly correlated Gaussian the dense metric learns the
 // covariance and needs far fewer leapfrog steps per draw than the diagonal one, with the
 // same answer.
@@ -103,21 +127,9 @@ func TestDenseMetricCorrelated(t *testing.T) {
 	g := gaussian2{mu: [2]float64{0, 0}, sd: [2]float64{1, 10}, rho: 0.99}
 	steps := map[bool]float64{}
 	for _, dense := range []bool{false, true} {
-		res, err := Sample(context.Background(), NewTarget(2, batch(g.logp)), Options{Seed: 3, DenseMetric: dense})
-		require.NoError(t, err)
-		require.NoError(t, res.Err())
-		sum, err := res.Summary(0)
-		require.NoError(t, err)
-		for j, s := range sum {
-			within(t, "mean", s.Mean, g.mu[j], s.SD/math.Sqrt(s.ESSBulk), 4)
-			within(t, "sd", s.SD, g.sd[j], g.sd[j]/math.Sqrt(2*s.ESSBulk), 4)
-		}
-		n := 0
+		var res *Result
+		res, steps[dense] = sampleGaussian2(t, g, Options{Seed: 3, DenseMetric: dense})
 		for _, c := range res.Chains {
-			for _, l := range c.NLeapfrog {
-				steps[dense] += float64(l)
-				n++
-			}
 			if !dense {
 				assert.Nil(t, c.InvMetricDense)
 				continue
@@ -130,7 +142,6 @@ func TestDenseMetricCorrelated(t *testing.T) {
 			assert.Equal(t, c.InvMetricDense[0][1], c.InvMetricDense[1][0])
 			assert.Equal(t, c.InvMetricDense[1][1], c.InvMetric[1])
 		}
-		steps[dense] /= float64(n)
 	}
 	t.Logf("mean leapfrog steps per draw: diagonal %.1f, dense %.1f", steps[false], steps[true])
 	assert.Less(t, 3*steps[true], steps[false])
@@ -152,23 +163,7 @@ func TestInitMetricNarrowPosterior(t *testing.T) {
 		if withPrior {
 			o.InitMetric = func(int) [][]float64 { return truth }
 		}
-		res, err := Sample(context.Background(), NewTarget(2, batch(g.logp)), o)
-		require.NoError(t, err)
-		require.NoError(t, res.Err())
-		sum, err := res.Summary(0)
-		require.NoError(t, err)
-		for j, s := range sum {
-			within(t, "mean", s.Mean, g.mu[j], s.SD/math.Sqrt(s.ESSBulk), 4)
-			within(t, "sd", s.SD, g.sd[j], g.sd[j]/math.Sqrt(2*s.ESSBulk), 4)
-		}
-		n := 0
-		for _, ch := range res.Chains {
-			for _, l := range ch.NLeapfrog {
-				steps[withPrior] += float64(l)
-				n++
-			}
-		}
-		steps[withPrior] /= float64(n)
+		_, steps[withPrior] = sampleGaussian2(t, g, o)
 	}
 	t.Logf("mean leapfrog steps per draw: identity start %.1f, initial metric %.1f", steps[false], steps[true])
 	assert.Less(t, 2*steps[true], steps[false])

@@ -33,6 +33,19 @@ func randomSPD(rng *rand.Rand, p int) [][]float64 {
 	return out
 }
 
+// widerScores returns J = 2H + E, a covariance of the scores wider than the curvature H in
+// every direction for a positive semi-definite E.
+func widerScores(H, E [][]float64) [][]float64 {
+	J := make([][]float64, len(H))
+	for i := range H {
+		J[i] = make([]float64, len(H))
+		for k := range H {
+			J[i][k] = 2*H[i][k] + E[i][k]
+		}
+	}
+	return J
+}
+
 // TestAdjustmentCurvature: the adjusted log-likelihood ℓ(θ̂ + C(θ − θ̂)) of a quadratic ℓ
 // with curvature H has curvature Cᵀ H C = H J⁻¹ H, the inverse of the sandwich, where that
 // widens ℓ in every direction (J ≥ H); where the scores vary less than H says (J = H/2) it
@@ -248,13 +261,7 @@ func TestAdjustmentBootstrap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const p = 3
 	H, E := randomSPD(rng, p), randomSPD(rng, p)
-	J := make([][]float64, p)
-	for i := range p {
-		J[i] = make([]float64, p)
-		for k := range p {
-			J[i][k] = 2*H[i][k] + E[i][k]
-		}
-	}
+	J := widerScores(H, E)
 	center, mode := []float64{0.3, -1, 2}, []float64{0.25, -0.9, 2.1}
 	inverse := func(A [][]float64) *mat.Dense {
 		var Ai mat.Dense
@@ -590,14 +597,13 @@ func TestInitialMetric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const p = 3
 	H, E := randomSPD(rng, p), randomSPD(rng, p)
-	J := make([][]float64, p)
 	for i := range p {
-		J[i] = make([]float64, p)
 		for k := range p {
 			H[i][k] *= 1e4 // standard deviations of about 10⁻²
-			J[i][k] = 2*H[i][k] + 1e4*E[i][k]
+			E[i][k] *= 1e4
 		}
 	}
+	J := widerScores(H, E)
 	lo, hi := []float64{-3, 0, -8}, []float64{-1, 10, 2}
 	box, err := posterior.NewBox(lo, hi)
 	require.NoError(t, err)
