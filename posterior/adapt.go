@@ -38,6 +38,7 @@ func (d *dualAveraging) final() float64 { return math.Exp(d.xBar) }
 type varAdapter struct {
 	enabled, dense                     bool
 	prior                              [][]float64 // the shrinkage target; nil: 10⁻³·I
+	maxWarmup                          int         // the warm-up may grow to this (Options.MaxWarmup)
 	warmup, initBuffer, termBuffer     int
 	base, counter, windowSize, nextEnd int
 
@@ -97,9 +98,20 @@ func (v *varAdapter) computeNextWindow() {
 
 var errMetricOverflow = errors.New("numerical overflow in metric adaptation: the posterior may be too wide or improper")
 
+// windowStats are the Welford accumulators of one chain's draws in one slow window: their
+// number, mean and co-moments (only the diagonal when the metric is diagonal).
+type windowStats struct {
+	n    int
+	mean []float64
+	m2   [][]float64
+}
+
 // learn records the draw q of one warm-up iteration and, at the end of a window, sets the
-// new inverse metric of m and returns true.
-func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
+// new inverse metric of m and returns true. With pool nil the estimate is the window's own
+// draws'; else pool is given the window's accumulators and returns those of every chain of
+// the group that reached the window's end (Options.CrossChain), and the estimate is the
+// covariance of all their draws about their common mean.
+func (v *varAdapter) learn(q []float64, m *metric, pool func(windowStats) ([]windowStats, error)) (bool, error) {
 	if !v.enabled {
 		return false, nil
 	}
@@ -124,37 +136,29 @@ func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
 		return false, nil
 	}
 	v.computeNextWindow()
-	n := float64(v.n)
-	cov := make([][]float64, len(q))
-	for i := range cov {
-		cov[i] = make([]float64, len(q))
-		for j := range cov[i] {
-			if i != j && !v.dense {
-				continue
-			}
-			if v.n > 1 {
-				cov[i][j] = n / (n + 5) * v.m2[i][j] / (n - 1)
-			}
-			switch {
-			case v.prior != nil:
-				cov[i][j] += 5 / (n + 5) * v.prior[i][j]
-			case i == j:
-				cov[i][j] += 1e-3 * 5 / (n + 5)
-			}
-			if !finite(cov[i][j]) {
-				return false, errMetricOverflow
-			}
-		}
+	own := windowStats{n: v.n, mean: clone(v.mean), m2: make([][]float64, len(q))}
+	for i := range v.m2 {
+		own.m2[i] = clone(v.m2[i])
 		clear(v.m2[i])
-	}
-	for i := range cov { // the co-moments' rounding differs between (i, j) and (j, i)
-		for j := range i {
-			cov[i][j] = (cov[i][j] + cov[j][i]) / 2
-			cov[j][i] = cov[i][j]
-		}
 	}
 	v.n = 0
 	clear(v.mean)
+	all := []windowStats{own}
+	if pool != nil {
+		var err error
+		if all, err = pool(own); err != nil {
+			return false, err
+		}
+	}
+	cov, err := v.estimate(all)
+	if err != nil {
+		return false, err
+	}
+	if v.nextEnd == v.counter && own.n > 0 && v.warmup+own.n <= v.maxWarmup && windowRHat(all) > extendRHat {
+		// The last window ended with the chains still apart: one more window of its length.
+		v.warmup += own.n
+		v.nextEnd = v.counter + own.n
+	}
 	if !v.dense {
 		for i := range cov {
 			m.diag[i] = cov[i][i]
@@ -165,4 +169,96 @@ func (v *varAdapter) learn(q []float64, m *metric) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// extendRHat is the R-hat of the chains' last window draws beyond which the warm-up goes on
+// (Options.MaxWarmup): the threshold at which sample warns that the chains disagree.
+const extendRHat = 1.1
+
+// windowRHat returns the largest potential scale reduction over the parameters of the draws
+// that stats describe, one chain each (Gelman et al., BDA3, without splitting the chains), or
+// NaN with fewer than two chains or draws.
+func windowRHat(stats []windowStats) float64 {
+	if len(stats) < 2 {
+		return math.NaN()
+	}
+	worst := math.NaN()
+	for i := range stats[0].mean {
+		var within, mean float64
+		n := 0
+		for _, st := range stats {
+			if st.n < 2 {
+				return math.NaN()
+			}
+			within += st.m2[i][i] / float64(st.n-1)
+			mean += st.mean[i]
+			n += st.n
+		}
+		m := float64(len(stats))
+		within /= m
+		mean /= m
+		var between float64 // the variance of the chains' means
+		for _, st := range stats {
+			between += (st.mean[i] - mean) * (st.mean[i] - mean) / (m - 1)
+		}
+		per := float64(n) / m
+		r := math.Sqrt(((per-1)/per*within + between) / within)
+		if !(r <= worst) {
+			worst = r
+		}
+	}
+	return worst
+}
+
+// estimate returns the regularized covariance of the draws that the accumulators of stats
+// describe together (their co-moments about the pooled mean: the chains' own plus the spread of
+// their means), n/(n + 5) of it and 5/(n + 5) of the shrinkage target, n the draws in all.
+func (v *varAdapter) estimate(stats []windowStats) ([][]float64, error) {
+	dim := len(v.mean)
+	total := 0
+	mean := make([]float64, dim)
+	for _, st := range stats {
+		total += st.n
+		for i := range mean {
+			mean[i] += float64(st.n) * st.mean[i]
+		}
+	}
+	if total > 0 {
+		for i := range mean {
+			mean[i] /= float64(total)
+		}
+	}
+	n := float64(total)
+	cov := make([][]float64, dim)
+	for i := range cov {
+		cov[i] = make([]float64, dim)
+		for j := range cov[i] {
+			if i != j && !v.dense {
+				continue
+			}
+			if total > 1 {
+				var m2 float64
+				for _, st := range stats {
+					m2 += st.m2[i][j] + float64(st.n)*(st.mean[i]-mean[i])*(st.mean[j]-mean[j])
+				}
+				cov[i][j] = n / (n + 5) * m2 / (n - 1)
+			}
+			switch {
+			case v.prior != nil:
+				cov[i][j] += 5 / (n + 5) * v.prior[i][j]
+			case i == j:
+				cov[i][j] += 1e-3 * 5 / (n + 5)
+			}
+			if !finite(cov[i][j]) {
+				return nil, errMetricOverflow
+			}
+		}
+	}
+	for i := range cov { // the co-moments' rounding differs between (i, j) and (j, i)
+		for j := range i {
+			cov[i][j] = (cov[i][j] + cov[j][i]) / 2
+			cov[j][i] = cov[i][j]
+		}
+	}
+	return cov, nil
 }

@@ -21,6 +21,7 @@ type Chain struct {
 	Energy     []float64 // Hamiltonian at the draw (with its momentum)
 	AcceptStat []float64 // mean acceptance probability over the draw's trajectory
 
+	Warmup    int       // warm-up iterations run (Options.Warmup, or more: Options.MaxWarmup)
 	StepSize  float64   // step size after warm-up
 	InvMetric []float64 // diagonal of the inverse metric (mass matrix) after warm-up
 	// InvMetricDense is the whole inverse metric after warm-up when it is dense
@@ -49,7 +50,7 @@ func (c *Chain) EBFMI() float64 { return EBFMI(c.Energy) }
 
 // settings are Options with the defaults filled in.
 type settings struct {
-	chains, warmup, draws              int
+	chains, warmup, draws, maxWarmup   int
 	seed                               uint64
 	maxDepth                           int
 	maxDeltaH, delta, gamma, kappa, t0 float64
@@ -58,7 +59,7 @@ type settings struct {
 	init                               func(group, chain int) []float64
 	initMetric                         func(group int) [][]float64
 	groupSeed                          func(group int) uint64
-	unsynchronized, dense              bool
+	unsynchronized, dense, crossChain  bool
 	progress                           func(Progress)
 }
 
@@ -94,7 +95,8 @@ func splitmix64(x uint64) uint64 {
 
 // run initializes the chain, warms it up and draws, evaluating the log density with eval and
 // calling sync before every transition; sync returning false stops the run with errAborted.
-func (c *chainRun) run(eval evalFunc, sync func() bool) error {
+// pool (nil: none) pools the metric windows' accumulators across the group's chains.
+func (c *chainRun) run(eval evalFunc, sync func() bool, pool func(windowStats) ([]windowStats, error)) error {
 	o, dim := c.o, c.t.dim
 	s := &nuts{dim: dim, rng: c.rng, eval: eval, metric: unitMetric(dim, o.dense), qStep: make([]float64, dim),
 		eps: o.stepSize, maxDepth: o.maxDepth, maxDeltaH: o.maxDeltaH}
@@ -114,13 +116,17 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 	da := dualAveraging{mu: math.Log(10 * o.stepSize), delta: o.delta, gamma: o.gamma, kappa: o.kappa, t0: o.t0}
 	va := newVarAdapter(dim, o.warmup, o.initBuffer, o.termBuffer, o.window, o.dense)
 	va.prior = prior
+	if o.crossChain && va.enabled {
+		va.maxWarmup = max(o.maxWarmup, o.warmup)
+	}
+	warmup := o.warmup
 	if o.warmup > 0 {
 		if err := s.initStepSize(z); err != nil {
 			return err
 		}
 	}
 	c.allocate(s.metric)
-	for it := 0; it < o.warmup+o.draws; it++ {
+	for it := 0; it < warmup+o.draws; it++ {
 		if !sync() {
 			return errAborted
 		}
@@ -129,12 +135,13 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 			return err
 		}
 		z = next
-		if it < o.warmup {
+		if it < warmup {
 			s.eps = da.learn(st.acceptStat)
-			updated, err := va.learn(z.q, s.metric)
+			updated, err := va.learn(z.q, s.metric, pool)
 			if err != nil {
 				return err
 			}
+			warmup = max(warmup, va.warmup)
 			if updated {
 				if err := s.initStepSize(z); err != nil {
 					return err
@@ -142,7 +149,8 @@ func (c *chainRun) run(eval evalFunc, sync func() bool) error {
 				da.mu = math.Log(10 * s.eps)
 				da.restart()
 			}
-			if it == o.warmup-1 {
+			if it == warmup-1 {
+				c.out.Warmup = warmup
 				s.eps = da.final()
 				c.out.StepSize = s.eps
 				c.out.InvMetric = clone(s.metric.diag)

@@ -51,7 +51,7 @@ func sampleAlone(t *testing.T, target *Target, opts Options, group, index int) C
 		}
 		return lp[0], g[0], nil
 	}
-	c.out.Err = c.run(eval, func() bool { return true })
+	c.out.Err = c.run(eval, func() bool { return true }, nil)
 	return c.out
 }
 
@@ -142,7 +142,7 @@ func TestWindows(t *testing.T) {
 		m := unitMetric(1, false)
 		var ends []int
 		for it := range c.warmup {
-			updated, err := v.learn([]float64{float64(it % 7)}, m)
+			updated, err := v.learn([]float64{float64(it % 7)}, m, nil)
 			require.NoError(t, err)
 			if updated {
 				ends = append(ends, it)
@@ -160,7 +160,7 @@ func TestWindows(t *testing.T) {
 			if it >= 75 {
 				xs, ys = append(xs, x), append(ys, y)
 			}
-			_, err := v.learn([]float64{x, y}, m)
+			_, err := v.learn([]float64{x, y}, m, nil)
 			require.NoError(t, err)
 		}
 		cov := func(a, b []float64) float64 {
@@ -202,7 +202,7 @@ func TestWindowsShrinkTowardsPrior(t *testing.T) {
 			if it >= 75 {
 				xs, ys = append(xs, x), append(ys, y)
 			}
-			_, err := v.learn([]float64{x, y}, m)
+			_, err := v.learn([]float64{x, y}, m, nil)
 			require.NoError(t, err)
 		}
 		cov := func(a, b []float64) float64 {

@@ -50,6 +50,22 @@ type Options struct {
 	// after a short warm-up, so that the step size fell to a twentieth and the trees ran deep.
 	InitMetric func(group int) [][]float64
 
+	// CrossChain estimates each window's metric from the draws of all of a group's chains in
+	// that window, their covariance about their common mean, instead of from each chain's own:
+	// where the chains have spread along a ridge of the posterior, or sit on different peaks,
+	// the metric then spans the ridge rather than the stretch one chain has seen, and the chains
+	// take long steps along it (as in the cross-chain warm-up tried for Stan, stan-dev/stan
+	// pull request 2886). A chain waits at the end of each window until the group's other
+	// chains have reached it or stopped; the draws still do not depend on the scheduling.
+	CrossChain bool
+	// MaxWarmup, with CrossChain, lets the warm-up of a group go on past Warmup, one window
+	// of the last window's length at a time, while its chains' draws in the last window
+	// disagree (R-hat above 1.1 in any parameter), up to MaxWarmup iterations: the pooled
+	// metric then has the time to carry the chains along a ridge they had begun to spread
+	// over (the "campfire" warm-up tried for Stan also ran until the chains agreed). All
+	// chains of a group decide alike, from the same pooled draws. 0 means Warmup.
+	MaxWarmup int
+
 	// DenseMetric adapts a dense inverse metric (the draws' covariance, regularized as in
 	// Stan's dense_e) instead of a diagonal one.
 	DenseMetric bool
@@ -97,10 +113,10 @@ func (r *Result) Err() error {
 }
 
 func (o Options) resolve() (settings, error) {
-	s := settings{chains: o.Chains, warmup: o.Warmup, draws: o.Draws, seed: o.Seed, maxDepth: o.MaxDepth,
+	s := settings{chains: o.Chains, warmup: o.Warmup, maxWarmup: o.MaxWarmup, draws: o.Draws, seed: o.Seed, maxDepth: o.MaxDepth,
 		maxDeltaH: o.MaxDeltaH, delta: o.TargetAccept, gamma: o.Gamma, kappa: o.Kappa, t0: o.T0,
 		stepSize: o.StepSize, initRadius: o.InitRadius, initBuffer: o.InitBuffer, termBuffer: o.TermBuffer,
-		window: o.Window, init: o.Init, initMetric: o.InitMetric, groupSeed: o.GroupSeed, unsynchronized: o.Unsynchronized, dense: o.DenseMetric, progress: o.Progress}
+		window: o.Window, init: o.Init, initMetric: o.InitMetric, groupSeed: o.GroupSeed, unsynchronized: o.Unsynchronized, dense: o.DenseMetric, crossChain: o.CrossChain, progress: o.Progress}
 	ints := []struct {
 		v    *int
 		def  int
@@ -114,6 +130,9 @@ func (o Options) resolve() (settings, error) {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
+	}
+	if s.maxWarmup < 0 {
+		return s, fmt.Errorf("posterior: max warm-up must be >= 0, got %d", s.maxWarmup)
 	}
 	switch {
 	case s.warmup == 0:
@@ -166,11 +185,13 @@ func Sample(ctx context.Context, t *Target, opts Options) (*Result, error) {
 	msgs := make(chan message, n)
 	replies := make([]chan reply, n)
 	resume := make([]chan bool, n)
+	pooled := make([]chan poolReply, n)
 	for i := range runs {
 		c := newChainRun(t, &o, i/o.chains, i%o.chains)
 		runs[i] = c
 		replies[i] = make(chan reply, 1)
 		resume[i] = make(chan bool, 1)
+		pooled[i] = make(chan poolReply, 1)
 		eval := func(q []float64) (float64, []float64, error) {
 			msgs <- message{chain: i, kind: msgEval, x: q, done: c.done}
 			r := <-replies[i]
@@ -183,12 +204,20 @@ func Sample(ctx context.Context, t *Target, opts Options) (*Result, error) {
 			msgs <- message{chain: i, kind: msgBarrier, done: c.done}
 			return <-resume[i]
 		}
+		var pool func(windowStats) ([]windowStats, error)
+		if o.crossChain {
+			pool = func(st windowStats) ([]windowStats, error) {
+				msgs <- message{chain: i, kind: msgPool, stats: st, done: c.done}
+				r := <-pooled[i]
+				return r.stats, r.err
+			}
+		}
 		go func() {
-			err := c.run(eval, sync)
+			err := c.run(eval, sync, pool)
 			msgs <- message{chain: i, kind: msgExit, done: c.done, err: err}
 		}()
 	}
-	co := &coordinator{ctx: ctx, t: t, o: &o, msgs: msgs, replies: replies, resume: resume,
+	co := &coordinator{ctx: ctx, t: t, o: &o, msgs: msgs, replies: replies, resume: resume, pooled: pooled,
 		chainErrs: make([]error, n)}
 	if err := co.run(); err != nil {
 		return nil, err
@@ -209,6 +238,7 @@ const (
 	msgEval    msgKind = iota // the chain asks for the log density at x
 	msgBarrier                // the chain has finished a transition
 	msgExit                   // the chain has stopped, with err if it failed
+	msgPool                   // the chain has ended a metric window with stats (Options.CrossChain)
 )
 
 type message struct {
@@ -216,6 +246,13 @@ type message struct {
 	kind  msgKind
 	x     []float64
 	done  int // transitions the chain has completed
+	err   error
+	stats windowStats
+}
+
+// poolReply answers msgPool: the window accumulators of the group's chains, by chain index.
+type poolReply struct {
+	stats []windowStats
 	err   error
 }
 
@@ -233,6 +270,7 @@ type coordinator struct {
 	msgs      chan message
 	replies   []chan reply
 	resume    []chan bool
+	pooled    []chan poolReply
 	chainErrs []error
 	calls     int
 	evals     int
@@ -242,6 +280,7 @@ const (
 	chainRunning = iota // computing; it will send a message
 	chainWaiting        // waiting for an evaluation
 	chainAtBarrier
+	chainAtPool
 	chainExited
 )
 
@@ -251,6 +290,7 @@ func (co *coordinator) run() error {
 	n := len(co.replies)
 	status := make([]int, n)
 	points := make([][]float64, n)
+	stats := make([]windowStats, n)
 	done := make([]int, n)
 	pending := n
 	var abort error
@@ -264,12 +304,18 @@ func (co *coordinator) run() error {
 				status[m.chain], points[m.chain] = chainWaiting, m.x
 			case msgBarrier:
 				status[m.chain] = chainAtBarrier
+			case msgPool:
+				status[m.chain], stats[m.chain] = chainAtPool, m.stats
 			case msgExit:
 				status[m.chain] = chainExited
 				if m.err != nil && !errors.Is(m.err, errAborted) {
 					co.chainErrs[m.chain] = m.err
 				}
 			}
+		}
+		if released := co.releasePools(status, stats, abort); released > 0 {
+			pending = released
+			continue
 		}
 		var batch []int
 		for i, s := range status {
@@ -330,6 +376,43 @@ func (co *coordinator) run() error {
 			return abort
 		}
 	}
+}
+
+// releasePools answers the chains at a metric window's end (msgPool) of every group none of
+// whose chains is still on its way there: each gets the accumulators of them all, by chain
+// index (or errAborted once abort is set). It returns how many chains it released.
+func (co *coordinator) releasePools(status []int, stats []windowStats, abort error) int {
+	per, released := co.o.chains, 0
+	for g := 0; g < len(status)/per; g++ {
+		var at []int
+		ready := true
+		for i := g * per; i < (g+1)*per; i++ {
+			switch status[i] {
+			case chainAtPool:
+				at = append(at, i)
+			case chainExited:
+			default:
+				ready = false
+			}
+		}
+		if !ready || len(at) == 0 {
+			continue
+		}
+		all := make([]windowStats, len(at))
+		for k, i := range at {
+			all[k] = stats[i]
+		}
+		for _, i := range at {
+			if abort != nil {
+				co.pooled[i] <- poolReply{err: errAborted}
+			} else {
+				co.pooled[i] <- poolReply{stats: all}
+			}
+			status[i], stats[i] = chainRunning, windowStats{}
+		}
+		released += len(at)
+	}
+	return released
 }
 
 // EBFMI returns the energy Bayesian fraction of missing information of a chain's energies,

@@ -36,6 +36,8 @@ func main() {
 	warmup := flag.Int("warmup", 150, "warm-up iterations per chain")
 	draws := flag.Int("draws", 100, "draws per chain")
 	metric := flag.String("metric", "dense", "dense or diag")
+	crossChain := flag.Bool("cross-chain", false, "estimate the metric from all of a subject's chains' window draws (sample --cross-chain)")
+	maxWarmup := flag.Int("max-warmup", 0, "with -cross-chain, warm up to this many iterations while the chains disagree (sample --max-warmup)")
 	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
 	flag.Parse()
 	b, err := graph.NewBackend(*backend)
@@ -50,8 +52,12 @@ func main() {
 		}
 		ns = append(ns, n)
 	}
-	fmt.Printf("# nioc-gpu sample speed\n\nbackend %s, %s/%s, %d CPUs, %s; %d chains × (%d warm-up + %d draws), %s metric, 50 trials a subject\n\n",
-		b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"), *chains, *warmup, *draws, *metric)
+	pooled := ""
+	if *crossChain {
+		pooled = fmt.Sprintf(", cross-chain (warm-up up to %d)", max(*maxWarmup, *warmup))
+	}
+	fmt.Printf("# nioc-gpu sample speed\n\nbackend %s, %s/%s, %d CPUs, %s; %d chains × (%d warm-up + %d draws), %s metric%s, 50 trials a subject\n\n",
+		b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"), *chains, *warmup, *draws, *metric, pooled)
 	fmt.Println("| task | subjects together | wall | per subject | min bulk ESS (median over subjects) | ESS/s per subject | leapfrog steps a draw |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(*tasks, ",") {
@@ -73,7 +79,7 @@ func main() {
 				subjects[i] = fit.Subject{ID: strconv.Itoa(i + 1), Trials: ds[i]}
 			}
 			s, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: 1,
-				DenseMetric: *metric == "dense", Together: n})
+				DenseMetric: *metric == "dense", CrossChain: *crossChain, MaxWarmup: *maxWarmup, Together: n})
 			if err != nil {
 				fail(err)
 			}

@@ -132,6 +132,8 @@ func TestCLISample(t *testing.T) {
 		assert.Equal(t, "linear", run["task"])
 		assert.Equal(t, 2.0, run["chains"])
 		assert.Equal(t, 15.0, run["draws"])
+		assert.Equal(t, false, run["cross_chain"])
+		assert.NotContains(t, run, "max_warmup")
 		assert.Equal(t, []any{"action_cost", "motor_noise", "obs_noise"}, run["sampled"])
 		subjects := cliSummarySubjects(t, sum)
 		require.Len(t, subjects, 2)
@@ -174,6 +176,25 @@ func TestCLISample(t *testing.T) {
 		cliSample(t, data, b, "--seed", "4", "--force")
 		assert.NotEqual(t, mustRead(t, filepath.Join(a, "draws.csv")), mustRead(t, filepath.Join(b, "draws.csv")))
 		assert.Equal(t, 4.0, cliSummary(t, b)["run"].(map[string]any)["seed"])
+	})
+
+	t.Run("--cross-chain and --max-warmup", func(t *testing.T) {
+		tmp := t.TempDir()
+		a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+		cliSample(t, data, a, "--cross-chain", "--max-warmup", "200")
+		cliSample(t, data, b, "--cross-chain", "--max-warmup", "200", "--together", "1")
+		assert.Equal(t, mustRead(t, filepath.Join(a, "draws.csv")), mustRead(t, filepath.Join(b, "draws.csv")),
+			"a subject's chains pool with each other only")
+		sum := cliSummary(t, a)
+		run := sum["run"].(map[string]any)
+		assert.Equal(t, true, run["cross_chain"])
+		assert.Equal(t, 200.0, run["max_warmup"])
+		for id, subj := range cliSummarySubjects(t, sum) {
+			if w, ok := subj["warmup"]; ok {
+				n := cliFinite(t, w, "warmup")
+				assert.True(t, n > 20 && n <= 200, "subject %s warmed up for %g", id, n)
+			}
+		}
 	})
 
 	t.Run("refuses an existing --out", func(t *testing.T) {
@@ -407,6 +428,8 @@ func TestCLISampleErrors(t *testing.T) {
 		{"max-batch 0", []string{"--max-batch", "0"}, 2, []string{"--max-batch must be >= 1, got 0"}},
 		{"together 0", []string{"--together", "0"}, 2, []string{"--together must be >= 1, got 0"}},
 		{"max-depth 0", []string{"--max-depth", "0"}, 2, []string{"--max-depth must be >= 1, got 0"}},
+		{"max-warmup negative", []string{"--cross-chain", "--max-warmup", "-5"}, 2, []string{"--max-warmup must be >= 0, got -5"}},
+		{"max-warmup without cross-chain", []string{"--max-warmup", "100"}, 2, []string{"--max-warmup needs --cross-chain"}},
 		{"target-accept 1", []string{"--target-accept", "1"}, 2, []string{"--target-accept must be in (0, 1), got 1"}},
 		{"resume and force", []string{"--resume", "--force"}, 2, []string{"--resume continues the run in --out and --force replaces it"}},
 		{"unknown --infer", []string{"--infer", "noise"}, 2, []string{`--infer: task linear has no parameter "noise"`}},

@@ -24,12 +24,12 @@ func init() {
 
 // samplerFlags are sample's flags of the sampler itself.
 type samplerFlags struct {
-	chains, warmup, draws, together, maxDepth, fitRestarts int
-	seed                                                   uint64
-	prior, init, adjust, metric                            string
-	targetAccept                                           float64
-	force                                                  bool
-	maxMemory                                              memoryFlag
+	chains, warmup, draws, together, maxDepth, fitRestarts, maxWarmup int
+	seed                                                              uint64
+	prior, init, adjust, metric                                       string
+	targetAccept                                                      float64
+	force, crossChain                                                 bool
+	maxMemory                                                         memoryFlag
 }
 
 func (f *samplerFlags) register(fs *flag.FlagSet) {
@@ -45,6 +45,8 @@ func (f *samplerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.together, "together", 0, "subjects sampled together, their chains in lockstep, written when all are done (default: as many as one graph run of --max-batch holds)")
 	fs.IntVar(&f.maxDepth, "max-depth", 10, "maximum tree depth of NUTS (at most 2^depth - 1 leapfrog steps a draw)")
 	fs.StringVar(&f.metric, "metric", "dense", "the sampler's metric (mass matrix), adapted in warm-up: dense (the draws' covariance, for correlated parameters) or diag (their variances, Stan's default)")
+	fs.IntVar(&f.maxWarmup, "max-warmup", 0, "with --cross-chain, go on warming up past --warmup, one window at a time, while a subject's chains disagree (R-hat > 1.1 over the last window's draws), up to this many iterations (0: --warmup)")
+	fs.BoolVar(&f.crossChain, "cross-chain", false, "estimate the metric in warm-up from the draws of all of a subject's chains together (their covariance about their common mean), so that chains spread along a ridge of the posterior take long steps along it (docs/posterior.md, \"Ridges\")")
 	fs.Float64Var(&f.targetAccept, "target-accept", 0.8, "target acceptance statistic of the step-size adaptation, in (0, 1); raise it (e.g. 0.95) against divergences")
 	f.maxMemory.register(fs)
 }
@@ -56,6 +58,10 @@ func (f *samplerFlags) check(fs *flag.FlagSet, resume bool) error {
 		return usagef("--together must be >= 1, got %d", f.together)
 	case f.maxDepth < 1:
 		return usagef("--max-depth must be >= 1, got %d", f.maxDepth)
+	case f.maxWarmup < 0:
+		return usagef("--max-warmup must be >= 0, got %d", f.maxWarmup)
+	case f.maxWarmup > 0 && !f.crossChain:
+		return usagef("--max-warmup needs --cross-chain: the chains decide together, from their pooled window draws, whether to go on")
 	case !(f.targetAccept > 0 && f.targetAccept < 1):
 		return usagef("--target-accept must be in (0, 1), got %g", f.targetAccept)
 	case f.metric != "dense" && f.metric != "diag":
@@ -147,7 +153,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if f.adjust == ioc.AdjustAuto && !fromFit {
 		fmt.Fprintf(stderr, "note: with --init %s the likelihood is widened by its curvature alone, whose 90 %% intervals covered 76-88 %% of each parameter of our own agent's data (pendulum, navigation) and far fewer of other agents'; the default --init fit widens it as fit's bootstrap intervals say, which covers (docs/posterior.md)\n", f.init)
 	}
-	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense",
+	sampler, err := ioc.New(e, ioc.Options{Chains: f.chains, Warmup: f.warmup, Draws: f.draws, Seed: f.seed, Start: start, DenseMetric: f.metric == "dense", CrossChain: f.crossChain, MaxWarmup: f.maxWarmup,
 		MaxDepth: f.maxDepth, TargetAccept: f.targetAccept, Infer: parseNames(sf.infer), Fix: fixed, Priors: priors,
 		MaxBatch: sf.maxBatch, Together: f.together, Adjust: f.adjust})
 	if err != nil {

@@ -38,6 +38,8 @@ type Options struct {
 	MaxDepth     int     // maximum tree depth; 0 means 10
 	TargetAccept float64 // target acceptance statistic of the step-size adaptation; 0 means 0.8
 	DenseMetric  bool    // adapt a dense metric instead of a diagonal one (posterior.Options)
+	CrossChain   bool    // estimate the metric from all of a subject's chains' window draws (posterior.Options)
+	MaxWarmup    int     // with CrossChain, warm up to this many iterations while the chains disagree; 0 means Warmup
 
 	Infer []string           // parameters to sample; nil means every one the likelihood depends on
 	Fix   map[string]float64 // parameters held at values in natural units (fit.NewSelection)
@@ -381,7 +383,7 @@ func (s *Sampler) sampleBatch(ctx context.Context, batch []fit.Subject, inits []
 		warmup = -1 // none
 	}
 	po := posterior.Options{Chains: s.opts.Chains, Warmup: warmup, Draws: s.opts.Draws,
-		MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept, DenseMetric: s.opts.DenseMetric,
+		MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept, DenseMetric: s.opts.DenseMetric, CrossChain: s.opts.CrossChain, MaxWarmup: s.opts.MaxWarmup,
 		Progress: progress, Unsynchronized: true,
 		GroupSeed: func(g int) uint64 { return subjectSeed(s.opts.Seed, batch[g].ID) }}
 	if inits != nil {

@@ -52,7 +52,9 @@ type Run struct {
 	Seed            uint64             `json:"seed"`
 	MaxDepth        int                `json:"max_depth"`
 	TargetAccept    float64            `json:"target_accept"`
-	Metric          string             `json:"metric"` // "dense" or "diag"
+	Metric          string             `json:"metric"`               // "dense" or "diag"
+	CrossChain      bool               `json:"cross_chain"`          // the metric estimated from all of a subject's chains' draws (posterior.Options.CrossChain)
+	MaxWarmup       int                `json:"max_warmup,omitempty"` // with cross_chain, the warm-up's limit while the chains disagree
 	Sampled         []string           `json:"sampled"`
 	Held            map[string]float64 `json:"held,omitempty"`   // the other parameters, natural units
 	Priors          map[string]string  `json:"priors,omitempty"` // fitting scale; absent: uniform
@@ -94,7 +96,7 @@ func (s *Sampler) Run(init string) Run {
 	r := Run{Task: s.sel.Spec().Name, Method: string(o.Method), Observe: string(o.Observe), Planner: string(o.Planner),
 		Linearize: string(o.Linearize), FirstOrderNoise: o.FirstOrderNoise, Chains: s.opts.Chains, Warmup: s.opts.Warmup,
 		Draws: s.opts.Draws, Seed: s.opts.Seed, MaxDepth: s.opts.MaxDepth, TargetAccept: s.opts.TargetAccept,
-		Sampled: s.sel.Names(), Init: init, Metric: "diag", Adjust: s.adjust(), TaskDigest: s.e.TaskDigest()}
+		Sampled: s.sel.Names(), Init: init, Metric: "diag", CrossChain: s.opts.CrossChain, MaxWarmup: s.opts.MaxWarmup, Adjust: s.adjust(), TaskDigest: s.e.TaskDigest()}
 	if s.opts.DenseMetric {
 		r.Metric = "dense"
 	}
@@ -221,6 +223,7 @@ type SubjectJSON struct {
 	Adjustment        string           `json:"adjustment"`
 	AdjustmentSDRatio map[string]Float `json:"adjustment_sd_ratio,omitempty"`
 	StepSize          []Float          `json:"step_size,omitempty"` // per chain, after warm-up
+	Warmup            int              `json:"warmup,omitempty"`    // warm-up iterations run, where more than the run's warmup (max_warmup)
 	Seconds           float64          `json:"seconds"`             // of the run that sampled it
 	SampledWith       int              `json:"sampled_with"`        // subjects in that run
 	Warnings          []Warning        `json:"warnings,omitempty"`
@@ -490,6 +493,9 @@ func (o *Output) Write(results []Result) error {
 			ch := &r.Chains[c]
 			sj.EBFMI = append(sj.EBFMI, Float(r.EBFMI[c]))
 			sj.StepSize = append(sj.StepSize, Float(ch.StepSize))
+			if ch.Warmup > o.sum.Run.Warmup {
+				sj.Warmup = max(sj.Warmup, ch.Warmup)
+			}
 			for d, x := range ch.Scaled {
 				row := []string{r.Subject, strconv.Itoa(c + 1), strconv.Itoa(d + 1)}
 				for k, v := range x {

@@ -55,5 +55,5 @@ func (o *Output) Remaining(subjects []fit.Subject) []fit.Subject {
 // subjects done and the share of the transitions run of those being sampled, over the
 // subjects.
 func (p Progress) Fraction() float64 {
-	return (float64(p.SubjectsDone) + float64(p.Transitions)/float64(max(1, p.Total))) / float64(max(1, p.Subjects))
+	return (float64(p.SubjectsDone) + min(1, float64(p.Transitions)/float64(max(1, p.Total)))) / float64(max(1, p.Subjects))
 }

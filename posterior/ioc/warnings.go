@@ -51,7 +51,7 @@ func (s *Sampler) warnings(r Result) []Warning {
 			add(name, WarnRHat, "%s: R-hat is %v: the chains did not move (or hold too few draws); do not trust its summary. Run with warm-up (--warmup) and more --draws",
 				name, sum.RHat)
 		case sum.RHat > MaxRHat:
-			add(name, WarnRHat, "%s: R-hat %.3f > %g: the chains disagree; do not trust its summary. Run longer (--warmup, --draws) or look for several modes in draws.csv",
+			add(name, WarnRHat, "%s: R-hat %.3f > %g: the chains disagree; do not trust its summary. Run longer (--warmup, --draws), let the chains pool their warm-up where they sit apart on a ridge (--cross-chain --max-warmup 600, docs/posterior.md \"Ridges\"), or look for several modes in draws.csv",
 				name, sum.RHat, MaxRHat)
 		}
 		switch {
