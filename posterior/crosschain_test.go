@@ -152,7 +152,6 @@ func TestWindowRHat(t *testing.T) {
 	for c := range 4 {
 		v := newVarAdapter(1, 1000, 0, 0, 30, false)
 		var x []float64
-		v.maxWarmup = 0
 		for range 30 {
 			q := []float64{0.3*float64(c) + rng.NormFloat64()}
 			x = append(x, q[0])

@@ -52,10 +52,10 @@ type Options struct {
 
 	// CrossChain estimates each window's metric from the draws of all of a group's chains in
 	// that window, their covariance about their common mean, instead of from each chain's own:
-	// where the chains have spread along a ridge of the posterior, or sit on different peaks,
-	// the metric then spans the ridge rather than the stretch one chain has seen, and the chains
-	// take long steps along it (as in the cross-chain warm-up tried for Stan, stan-dev/stan
-	// pull request 2886). A chain waits at the end of each window until the group's other
+	// where the chains have spread along a ridge of the posterior, the metric then spans the
+	// ridge rather than the stretch one chain has seen, and the chains take long steps along it
+	// (as in the cross-chain warm-up tried for Stan, stan-dev/stan pull request 2886; chains on
+	// separate peaks it does not bring together: docs/posterior.md, "Ridges"). A chain waits at the end of each window until the group's other
 	// chains have reached it or stopped; the draws still do not depend on the scheduling.
 	CrossChain bool
 	// MaxWarmup, with CrossChain, lets the warm-up of a group go on past Warmup, one window
