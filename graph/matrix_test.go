@@ -327,3 +327,24 @@ func TestAtan2(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapAngle checks the value of WrapAngle on the graph and for constants, in [−π, π) and
+// equal to its argument modulo 2π, and that its gradient is 1.
+func TestWrapAngle(t *testing.T) {
+	cases := []struct{ a, want float64 }{
+		{0, 0}, {1, 1}, {-1, -1}, {3, 3}, {-3, -3},
+		{math.Pi + 0.1, -math.Pi + 0.1}, {-math.Pi - 0.1, math.Pi - 0.1},
+		{2 * math.Pi, 0}, {-2 * math.Pi, 0}, {5 * math.Pi / 2, math.Pi / 2}, {-7, -7 + 2*math.Pi},
+		{math.Pi, -math.Pi}, {100, 100 - 16*2*math.Pi},
+	}
+	as := make([]float64, len(cases))
+	for i, c := range cases {
+		as[i] = c.a
+	}
+	outs, grads := evalBatch(t, [][]float64{as}, true, func(x []S) []S { return []S{WrapAngle(x[0])} })
+	for i, c := range cases {
+		assert.InDelta(t, c.want, outs[0][i], 1e-13, "wrap(%g) on the graph", c.a)
+		assert.InDelta(t, c.want, WrapAngle(C(c.a)).Const(), 1e-13, "wrap(%g) of a constant", c.a)
+		assert.Equal(t, 1.0, grads[0][i], "d wrap/da at %g", c.a)
+	}
+}

@@ -234,6 +234,14 @@ func Floor(a S) S {
 	return unary(a, math.Floor, func(n *G.Node) *G.Node { return G.StopGradient(G.Floor(n)) })
 }
 
+// WrapAngle returns the angle a in radians taken modulo 2π into [−π, π): a − 2π·⌊(a + π)/2π⌋.
+// Its gradient is 1 everywhere (the integer part carries none); the value jumps by 2π only
+// where a crosses an odd multiple of π.
+func WrapAngle(a S) S {
+	turns := Floor(Scale(1/(2*math.Pi), Add(a, C(math.Pi))))
+	return Sub(a, Scale(2*math.Pi, turns))
+}
+
 // Pow10 returns 10ᵃ.
 func Pow10(a S) S { return Exp(Scale(math.Ln10, a)) }
 

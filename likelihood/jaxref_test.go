@@ -87,7 +87,7 @@ func TestAgreesWithJAXReference(t *testing.T) {
 			for _, tr := range set.Subjects[0].Trials {
 				trials = append(trials, tr.States)
 			}
-			opts := Options{FirstOrderNoise: true, IgnoreGaps: true, NominalFilter: true, Prior: ReferencePrior(spec), Jitter: DefaultJitter, Planner: models.PlannerFull, Temperature: k.temperature, NoPolicyNoise: k.temperature == 0}
+			opts := Options{FirstOrderNoise: true, IgnoreGaps: true, NominalFilter: true, RawAngles: true, Prior: ReferencePrior(spec), Jitter: DefaultJitter, Planner: models.PlannerFull, Temperature: k.temperature, NoPolicyNoise: k.temperature == 0}
 			switch k.method {
 			case "ours":
 				opts.Observe = control.ObservePartial

@@ -120,6 +120,12 @@ type Options struct {
 	// implementation do, dropping the variance of products of control-dependent noise with
 	// the random part of the control (see BeliefTracking). Off by default.
 	FirstOrderNoise bool
+	// RawAngles takes the agent's innovation y − h(b) in the task's angle observations
+	// (models.Spec.ObsAngles) as it is, as the paper and the reference implementation do,
+	// instead of modulo 2π: the likelihood then jumps where the tracked belief and the
+	// observed state lie on either side of the angle's branch cut (docs/method.md, "Angles in
+	// the observation"). Off by default.
+	RawAngles bool
 	// FitTemperature makes the policy noise's temperature τ a nuisance parameter: the
 	// evaluator's Spec gains a last parameter "temperature" (TemperatureParam), fitted with the
 	// others, so that agents with and without policy noise are both described (docs/results.md,

@@ -31,7 +31,7 @@ Estimators (`nioc-gpu fit` with these flags; NAME=FLAGS adds your own):
   default       no flags: the default likelihood (since 2026-11-22 the same as fit-tau)
   fit-tau       --temperature fit: the policy noise's temperature fitted as a nuisance parameter
   task-tau      --temperature task: the temperature fixed at the task's (the earlier default)
-  first-order   --temperature task --linearize data --first-order-noise --ignore-gaps --nominal-filter --belief-prior 1 --jitter 1e-6 (the reference's likelihood)
+  first-order   --temperature task --linearize data --first-order-noise --ignore-gaps --nominal-filter --raw-angles --belief-prior 1 --jitter 1e-6 (the reference's likelihood)
   tau0          --temperature 0 (the likelihood of an agent without policy noise)
   baseline      --method baseline (MCE IRL)
 
@@ -67,7 +67,7 @@ ESTIMATORS = {
     "default": [],
     "fit-tau": ["--temperature", "fit"],
     "task-tau": ["--temperature", "task"],
-    "first-order": ["--temperature", "task", "--linearize", "data", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--belief-prior", "1", "--jitter", "1e-6"],
+    "first-order": ["--temperature", "task", "--linearize", "data", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--raw-angles", "--belief-prior", "1", "--jitter", "1e-6"],
     "tau0": ["--temperature", "0"],
     "baseline": ["--method", "baseline"],
 }

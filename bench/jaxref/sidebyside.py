@@ -14,7 +14,7 @@ log-uniformly inside the search box) it
    EKF, no policy noise), and reads it back into the reference's layout x[trial, t, state];
 2. compares the log-likelihoods (sum over trials and time steps) at the truth and at one
    perturbed theta: the reference's ``FixedLinearizationInverseGILQG(env, b0=(x0, Sigma0),
-   maxent_temp=T)`` against ``nioc-gpu loglik --linearize data --first-order-noise --ignore-gaps --nominal-filter
+   maxent_temp=T)`` against ``nioc-gpu loglik --linearize data --first-order-noise --ignore-gaps --nominal-filter --raw-angles
    --belief-prior 1 --jitter 1e-6 --planner full --temperature T`` (T: the paper's per-task temperature);
 3. times one evaluation (value and gradient) in each implementation;
 4. fits both: the reference's ``compute_mle`` exactly as its example.py calls it (L-BFGS-B,
@@ -319,7 +319,7 @@ class RefTask:
 # ---------------------------------------------------------------- our side
 def ours_loglik(task, data, values):
     cmd = [NIOC, "loglik", "--task", task, "--data", data, "--params", fmt_params(values),
-           "--linearize", "data", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--belief-prior", "1", "--jitter", "1e-6", "--planner", "full",
+           "--linearize", "data", "--first-order-noise", "--ignore-gaps", "--nominal-filter", "--raw-angles", "--belief-prior", "1", "--jitter", "1e-6", "--planner", "full",
            "--temperature", format(TASKS[task]["temp"], "g")]
     out, _, dt = run_cmd(cmd, what=f"{task}: our log-likelihood")
     j = json.loads(out)
@@ -650,7 +650,7 @@ def main():
     result["notes"] = [
         "Log-likelihoods: sums over trials and time steps; reference = FixedLinearizationInverseGILQG "
         "(b0 = (env._reset(), I), maxent_temp = paper temperature); ours = nioc-gpu loglik --first-order-noise "
-        "--ignore-gaps --nominal-filter --belief-prior 1 --jitter 1e-6 --planner full --linearize data --temperature T. rel_diff = |ours - ref| / |ref|; gradients are d/dlog10(param).",
+        "--ignore-gaps --nominal-filter --raw-angles --belief-prior 1 --jitter 1e-6 --planner full --linearize data --temperature T. rel_diff = |ours - ref| / |ref|; gradients are d/dlog10(param).",
         "Per evaluation (value + gradient, all trials of the data set, one parameter vector): ref_mean_s = the "
         "reference's jax.jit(jax.value_and_grad(loglik)) after one warm-up call, mean over eval_repeats calls "
         "(block_until_ready); ref_compile_and_first_call_s = its first call (tracing + XLA compilation). "

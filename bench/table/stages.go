@@ -48,7 +48,7 @@ func compareStages(b backends.Backend, tasks string) {
 			opts likelihood.Options
 		}{
 			{"default", likelihood.Options{FitTemperature: true, Form: likelihood.FormUnrolled}},
-			{"paper", likelihood.Options{Linearize: likelihood.LinearizeData, NominalFilter: true, IgnoreGaps: true, FirstOrderNoise: true, Form: likelihood.FormUnrolled}},
+			{"paper", likelihood.Options{Linearize: likelihood.LinearizeData, NominalFilter: true, IgnoreGaps: true, FirstOrderNoise: true, RawAngles: true, Form: likelihood.FormUnrolled}},
 		} {
 			e, err := likelihood.New(m, b, lk.opts)
 			if err != nil {

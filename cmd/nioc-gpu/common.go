@@ -24,14 +24,14 @@ import (
 
 // taskFlags are the flags that say which agent and likelihood to use.
 type taskFlags struct {
-	task, taskFile                                     string
-	observe, planner, method, linearize, backend, form string
-	timing                                             string
-	temperature                                        temperatureFlag
-	firstOrderNoise, ignoreGaps, nominalFilter         bool
-	beliefPrior                                        beliefPriorFlag
-	jitter                                             float64
-	stepsPerCall                                       int
+	task, taskFile                                        string
+	observe, planner, method, linearize, backend, form    string
+	timing                                                string
+	temperature                                           temperatureFlag
+	firstOrderNoise, ignoreGaps, nominalFilter, rawAngles bool
+	beliefPrior                                           beliefPriorFlag
+	jitter                                                float64
+	stepsPerCall                                          int
 }
 
 // beliefPriorFlag is --belief-prior: a variance (the same in every state coordinate, no
@@ -190,6 +190,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see docs/method.md)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
 		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
+		fs.BoolVar(&tf.rawAngles, "raw-angles", false, "take the agent's innovation in angle observations (navigation's relative bearing) as it is, as the paper and its reference code do, instead of modulo 2π (the likelihood then jumps where the belief and the state lie on either side of the angle's branch cut; see docs/method.md)")
 		fs.Float64Var(&tf.jitter, "jitter", 0, "`variance` added to each step's state covariance before it is factorized, a floor under the noise the likelihood represents; default: the task's (1e-6, the reference's, unless the task sets one)")
 		fs.Var(&tf.beliefPrior, "belief-prior", "`variance` of the agent's initial belief mean around the first observed state, in every state coordinate, or its covariance matrix by rows (\"a,b;c,d\"): 0 (default) starts it there, as simulate's and the reference's agents do; the reference's likelihood uses 1")
 	}
@@ -278,7 +279,7 @@ func (tf *taskFlags) plannerFor(spec models.Spec) (models.Planner, error) {
 
 // likelihoodOptions returns the likelihood options of the flags.
 func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, error) {
-	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps, NominalFilter: tf.nominalFilter}
+	o := likelihood.Options{FirstOrderNoise: tf.firstOrderNoise, IgnoreGaps: tf.ignoreGaps, NominalFilter: tf.nominalFilter, RawAngles: tf.rawAngles}
 	var err error
 	if o.Prior, err = tf.beliefPrior.prior(len(spec.States)); err != nil {
 		return o, err

@@ -1,0 +1,82 @@
+package likelihood
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// TestInnovationAcrossBranchCut: navigation observes its heading relative to the target's
+// bearing, atan2 of the target's offset, which jumps by 2π behind the target (x > 1, y = 1).
+// One step of the partially observable likelihood (TrackedStep) with the observed state just
+// past that cut and the mean of the agent's belief moved across it: with the task's angle
+// observations taken modulo 2π (the default) the next belief mean and the step's
+// log-likelihood are continuous in the belief; taken raw (Options.RawAngles) the belief is
+// kicked by K·2π. Where the two lie on the same side, both are the same.
+func TestInnovationAcrossBranchCut(t *testing.T) {
+	m, err := models.Get("navigation")
+	require.NoError(t, err)
+	s, err := models.Derive(m)
+	require.NoError(t, err)
+	require.Equal(t, []int{0}, s.Spec.ObsAngles)
+	theta := consts(1e-3, 1e-3, 0.5, 0.1) // action cost, velocity cost, motor noise, obs noise
+
+	x := consts(1.5, 1.001, math.Pi, 0.5) // behind the target, just above the cut
+	xnext := consts(1.45, 1.001, math.Pi+0.01, 0.49)
+	step := func(beliefY float64, angles []int) (ll float64, mean []float64) {
+		mu := consts(1.5, beliefY, math.Pi, 0.5)
+		agent := &Agent{
+			Xbar: mu, Ubar: consts(0.1, 0.1), L: graph.NewMat(2, 4), l: consts(0, 0), H: graph.Eye(2),
+			Temperature: graph.C(1e-6), Angles: angles,
+		}
+		b := Belief{Mean: mu, Cov: graph.MatScale(graph.C(1e-4), graph.Eye(4))}
+		P := graph.MatScale(graph.C(1e-2), graph.Eye(4))
+		l, next, _ := TrackedStep(s, theta, x, xnext, agent, b, P, 1e-8)
+		for _, v := range next.Mean {
+			mean = append(mean, v.Const())
+		}
+		return l.Const(), mean
+	}
+	const eps = 1e-9
+	for _, c := range []struct {
+		name   string
+		angles []int
+		jumps  bool
+	}{{"modulo 2π", []int{0}, false}, {"raw", nil, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			llSame, same := step(1+eps, c.angles) // x and the belief on the same side
+			llAcross, across := step(1-eps, c.angles)
+			if c.jumps {
+				assert.Greater(t, dist(same, across), 0.1, "raw: the belief is kicked across the cut")
+				return
+			}
+			assert.Less(t, dist(same, across), 1e-6, "the next belief mean is continuous across the cut")
+			assert.InDelta(t, llSame, llAcross, 1e-4, "the log-likelihood is continuous across the cut")
+		})
+	}
+	llWrap, meanWrap := step(1+eps, []int{0})
+	llRaw, meanRaw := step(1+eps, nil)
+	assert.Equal(t, llRaw, llWrap, "on the same side of the cut nothing is wrapped")
+	assert.Equal(t, meanRaw, meanWrap)
+}
+
+func consts(v ...float64) graph.Vec {
+	out := make(graph.Vec, len(v))
+	for i, x := range v {
+		out[i] = graph.C(x)
+	}
+	return out
+}
+
+func dist(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += (a[i] - b[i]) * (a[i] - b[i])
+	}
+	return math.Sqrt(s)
+}
