@@ -2,11 +2,13 @@ package likelihood
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -79,4 +81,46 @@ func dist(a, b []float64) float64 {
 		s += (a[i] - b[i]) * (a[i] - b[i])
 	}
 	return math.Sqrt(s)
+}
+
+// TestNavigationLikelihoodContinuous scans the log-likelihood of a partially observed
+// navigation trial of the reference's agent that passes behind the target (testdata/README.md)
+// along the velocity cost, at the other parameters where a fit put them: taken raw
+// (Options.RawAngles) it jumps by up to 15 where the tracked belief crosses the bearing's
+// branch cut; with the angle modulo 2π (the default) its second differences stay at what the
+// curvature gives.
+func TestNavigationLikelihoodContinuous(t *testing.T) {
+	m, err := models.Get("navigation")
+	require.NoError(t, err)
+	spec := m.Spec()
+	set, err := data.Read(filepath.Join("testdata", "navigation_cut.csv"), spec.States)
+	require.NoError(t, err)
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+
+	const n = 41 // velocity cost 10^-3.6 .. 10^-3.2
+	thetas := make([][]float64, n)
+	rows := make([][][][]float64, n)
+	for i := range thetas {
+		thetas[i] = []float64{-4, -3.6 + 0.01*float64(i), -0.41453, -0.31314, -5.99918}
+		rows[i] = [][][]float64{set.Subjects[0].Trials[0].States}
+	}
+	maxSecondDifference := func(o Options) float64 {
+		o.ValueOnly, o.FitTemperature = true, true
+		e, err := New(m, b, o)
+		require.NoError(t, err)
+		d, err := e.Prepare(rows, 0)
+		require.NoError(t, err)
+		ll, _, err := e.Eval(d, thetas)
+		require.NoError(t, err)
+		var worst float64
+		for i := 1; i+1 < n; i++ {
+			worst = math.Max(worst, math.Abs(ll[i+1]-2*ll[i]+ll[i-1]))
+		}
+		return worst
+	}
+	raw, wrapped := maxSecondDifference(Options{RawAngles: true}), maxSecondDifference(Options{})
+	t.Logf("largest second difference (0.01 decades apart): raw %.3g, modulo 2π %.3g", raw, wrapped)
+	assert.Greater(t, raw, 5.0, "raw: the likelihood jumps")
+	assert.Less(t, wrapped, 0.05, "modulo 2π: the likelihood is smooth")
 }
