@@ -32,11 +32,7 @@ type Agent struct {
 // belief, and so the likelihood, is continuous in b and θ there (docs/method.md, "Angles in
 // the observation").
 func (a *Agent) innovation(hx, hb graph.Vec) graph.Vec {
-	d := graph.VecSub(hx, hb)
-	if len(a.Angles) == 0 {
-		return d
-	}
-	d = append(graph.Vec(nil), d...)
+	d := graph.VecSub(hx, hb) // a new vector
 	for _, i := range a.Angles {
 		d[i] = graph.WrapAngle(d[i])
 	}
