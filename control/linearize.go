@@ -23,7 +23,7 @@ type Point struct {
 	s  *models.Symbolic
 	ev *graph.Evaluator
 
-	f0, h0, q, r                   graph.Vec
+	f0, h0, q, r, atan2            graph.Vec
 	a, b, v, fo, w, cq, cr, cp, fq graph.Mat
 	cx, cu, d                      []graph.Mat
 	finalQ                         graph.Mat
@@ -103,6 +103,11 @@ func (p *Point) Cu() []graph.Mat {
 
 // H0 returns h(x, 0).
 func (p *Point) H0() graph.Vec { return lazyVec(&p.h0, func() graph.Vec { return p.vec(p.s.H0) }) }
+
+// Atan2 returns the values of the observation's atan2 terms (models.Symbolic.Atan2).
+func (p *Point) Atan2() graph.Vec {
+	return lazyVec(&p.atan2, func() graph.Vec { return p.vec(p.s.Atan2Angles) })
+}
 
 // F returns ∂h/∂x (m×n).
 func (p *Point) F() graph.Mat { return lazyMat(&p.fo, func() graph.Mat { return p.mat(p.s.Fo) }) }

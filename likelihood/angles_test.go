@@ -16,8 +16,8 @@ import (
 // TestInnovationAcrossBranchCut: navigation observes its heading relative to the target's
 // bearing, atan2 of the target's offset, which jumps by 2π behind the target (x > 1, y = 1).
 // One step of the partially observable likelihood (TrackedStep) with the observed state just
-// past that cut and the mean of the agent's belief moved across it: with the task's angle
-// observations taken modulo 2π (the default) the next belief mean and the step's
+// past that cut and the mean of the agent's belief moved across it: with the bearings'
+// difference taken modulo 2π (the default) the next belief mean and the step's
 // log-likelihood are continuous in the belief; taken raw (Options.RawAngles) the belief is
 // kicked by K·2π. Where the two lie on the same side, both are the same.
 func TestInnovationAcrossBranchCut(t *testing.T) {
@@ -25,16 +25,16 @@ func TestInnovationAcrossBranchCut(t *testing.T) {
 	require.NoError(t, err)
 	s, err := models.Derive(m)
 	require.NoError(t, err)
-	require.Equal(t, []int{0}, s.Spec.ObsAngles)
+	require.Equal(t, []models.Atan2Term{{Obs: 0, Coef: -1, Angle: s.Atan2[0].Angle}}, s.Atan2, "heading − atan2(dy, dx)")
 	theta := consts(1e-3, 1e-3, 0.5, 0.1) // action cost, velocity cost, motor noise, obs noise
 
 	x := consts(1.5, 1.001, math.Pi, 0.5) // behind the target, just above the cut
 	xnext := consts(1.45, 1.001, math.Pi+0.01, 0.49)
-	step := func(beliefY float64, angles []int) (ll float64, mean []float64) {
+	step := func(beliefY float64, raw bool) (ll float64, mean []float64) {
 		mu := consts(1.5, beliefY, math.Pi, 0.5)
 		agent := &Agent{
 			Xbar: mu, Ubar: consts(0.1, 0.1), L: graph.NewMat(2, 4), l: consts(0, 0), H: graph.Eye(2),
-			Temperature: graph.C(1e-6), Angles: angles,
+			Temperature: graph.C(1e-6), RawAngles: raw,
 		}
 		b := Belief{Mean: mu, Cov: graph.MatScale(graph.C(1e-4), graph.Eye(4))}
 		P := graph.MatScale(graph.C(1e-2), graph.Eye(4))
@@ -46,14 +46,13 @@ func TestInnovationAcrossBranchCut(t *testing.T) {
 	}
 	const eps = 1e-9
 	for _, c := range []struct {
-		name   string
-		angles []int
-		jumps  bool
-	}{{"modulo 2π", []int{0}, false}, {"raw", nil, true}} {
+		name string
+		raw  bool
+	}{{"modulo 2π", false}, {"raw", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			llSame, same := step(1+eps, c.angles) // x and the belief on the same side
-			llAcross, across := step(1-eps, c.angles)
-			if c.jumps {
+			llSame, same := step(1+eps, c.raw) // x and the belief on the same side
+			llAcross, across := step(1-eps, c.raw)
+			if c.raw {
 				assert.Greater(t, dist(same, across), 0.1, "raw: the belief is kicked across the cut")
 				return
 			}
@@ -61,8 +60,8 @@ func TestInnovationAcrossBranchCut(t *testing.T) {
 			assert.InDelta(t, llSame, llAcross, 1e-4, "the log-likelihood is continuous across the cut")
 		})
 	}
-	llWrap, meanWrap := step(1+eps, []int{0})
-	llRaw, meanRaw := step(1+eps, nil)
+	llWrap, meanWrap := step(1+eps, false)
+	llRaw, meanRaw := step(1+eps, true)
 	assert.Equal(t, llRaw, llWrap, "on the same side of the cut nothing is wrapped")
 	assert.Equal(t, meanRaw, meanWrap)
 }

@@ -120,11 +120,11 @@ type Options struct {
 	// implementation do, dropping the variance of products of control-dependent noise with
 	// the random part of the control (see BeliefTracking). Off by default.
 	FirstOrderNoise bool
-	// RawAngles takes the agent's innovation y − h(b) in the task's angle observations
-	// (models.Spec.ObsAngles) as it is, as the paper and the reference implementation do,
-	// instead of modulo 2π: the likelihood then jumps where the tracked belief and the
-	// observed state lie on either side of the angle's branch cut (docs/method.md, "Angles in
-	// the observation"). Off by default.
+	// RawAngles takes the agent's innovation h(x) − h(b) as it is, as the paper and the
+	// reference implementation do, instead of taking the differences of the observation's
+	// atan2 terms modulo 2π (models.Atan2Term): the likelihood then jumps where the tracked
+	// belief and the observed state lie on either side of an atan2's branch cut
+	// (docs/method.md, "Angles in the observation"). Off by default.
 	RawAngles bool
 	// FitTemperature makes the policy noise's temperature τ a nuisance parameter: the
 	// evaluator's Spec gains a last parameter "temperature" (TemperatureParam), fitted with the

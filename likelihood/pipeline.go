@@ -128,10 +128,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 	}
 
 	agent := func(tau [][]graph.S, g []graph.S, xbar, ubar []graph.S, k []graph.S) *Agent {
-		a := &Agent{Xbar: xbar, Ubar: ubar, Temperature: e.temperature(tau), FirstOrderNoise: o.FirstOrderNoise}
-		if !o.RawAngles {
-			a.Angles = s.Spec.ObsAngles
-		}
+		a := &Agent{Xbar: xbar, Ubar: ubar, Temperature: e.temperature(tau), FirstOrderNoise: o.FirstOrderNoise, RawAngles: o.RawAngles}
 		a.L, a.l, a.H = control.StepGains(s, g)
 		if k != nil {
 			a.K = control.StepKalman(s, k)

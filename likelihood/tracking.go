@@ -20,21 +20,26 @@ type Agent struct {
 	// FirstOrderNoise drops the variance of products of noises (see BeliefTracking), as the
 	// reference implementation does.
 	FirstOrderNoise bool
-	// Angles are the observation components whose innovation is taken modulo 2π
-	// (models.Spec.ObsAngles; none with Options.RawAngles).
-	Angles []int
+	// RawAngles takes the innovation as it is, atan2 terms and all (Options.RawAngles).
+	RawAngles bool
 }
 
-// innovation returns h(x, 0) − h(b, 0), the agent's innovation for an observation of x
-// when its belief is b, with its Angles components taken modulo 2π into [−π, π): an angle
-// such as a bearing jumps by 2π across its branch cut, and where x and b lie on either side of
-// it the raw difference would kick the belief by K·2π. With the components wrapped, the
-// belief, and so the likelihood, is continuous in b and θ there (docs/method.md, "Angles in
-// the observation").
-func (a *Agent) innovation(hx, hb graph.Vec) graph.Vec {
-	d := graph.VecSub(hx, hb) // a new vector
-	for _, i := range a.Angles {
-		d[i] = graph.WrapAngle(d[i])
+// innovation returns h(x, 0) − h(b, 0), the agent's innovation for an observation of x when
+// its belief is b, px and pb the model at x and at b. An atan2 in the observation (navigation's
+// bearing of the target) jumps by 2π across its branch cut, and where x and b lie on either
+// side of it the raw difference would kick the belief by K·2π: unless a.RawAngles, each atan2
+// term's difference is taken modulo 2π instead (models.Atan2Term), so that the belief, and
+// with it the likelihood, is continuous in b and θ there (docs/method.md, "Angles in the
+// observation"). The rest of the difference, such as the headings', is left as it is.
+func (a *Agent) innovation(s *models.Symbolic, px, pb *control.Point) graph.Vec {
+	d := graph.VecSub(px.H0(), pb.H0()) // a new vector
+	if a.RawAngles || len(s.Atan2) == 0 {
+		return d
+	}
+	ax, ab := px.Atan2(), pb.Atan2()
+	for k, t := range s.Atan2 {
+		diff := graph.Sub(ax[k], ab[k])
+		d[t.Obs] = graph.Add(d[t.Obs], graph.Scale(t.Coef, graph.Sub(graph.WrapAngle(diff), diff)))
 	}
 	return d
 }
@@ -94,8 +99,8 @@ func addCov(A, B graph.Mat) graph.Mat {
 //
 // (A, B, V, F, W the model's Jacobians at the subscripted point; Cu_j = ∂V_j/∂u; K the agent's
 // Kalman gain at this step, from TrackedFilter by default or along the linearization with
-// Options.NominalFilter; the innovation h(x, 0) − h(μ, 0) has its angle components taken
-// modulo 2π, Agent.innovation). The last
+// Options.NominalFilter; the innovation h(x, 0) − h(μ, 0) has its atan2 terms' differences
+// taken modulo 2π, Agent.innovation). The last
 // term is the exact variance of the products of the control-dependent state noise with the
 // random part of the control (belief deviation and policy noise), which the paper's
 // first-order linearization in all noises drops (Agent.FirstOrderNoise restores that). Without
@@ -153,7 +158,7 @@ func beliefTracking(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	// the prediction alone, b' = f(b, u(b), 0) (SeeThenActStep).
 	meanB, D := pb.F0(), pb.A()
 	if K != nil {
-		meanB = graph.VecAdd(meanB, graph.MatVec(K, agent.innovation(px.H0(), pb.H0())))
+		meanB = graph.VecAdd(meanB, graph.MatVec(K, agent.innovation(s, px, pb)))
 		D = graph.MatSub(D, graph.MatMul(K, pb.F()))
 	}
 	LS := graph.MatMul(L, Sigma)
@@ -233,7 +238,7 @@ func SeeThenActStep(s *models.Symbolic, theta graph.Vec, x, xnext graph.Vec, age
 	}
 	px := control.At(s, theta, xnext, nil) // the observation of x'
 	IKF := graph.MatSub(graph.Eye(len(pred.Mean)), graph.MatMul(K, pn.F()))
-	next.Mean = graph.VecAdd(pred.Mean, graph.MatVec(K, agent.innovation(px.H0(), pn.H0())))
+	next.Mean = graph.VecAdd(pred.Mean, graph.MatVec(K, agent.innovation(s, px, pn)))
 	next.Cov = graph.MatAdd(graph.Sandwich(IKF, pred.Cov), graph.Gram(graph.MatMul(K, px.W())))
 	return ll, next, nextP
 }

@@ -154,12 +154,6 @@ type Spec struct {
 	Horizon Horizon
 	// Timing is which observations the agent's actions use; "" means ActThenSee.
 	Timing Timing
-	// ObsAngles are the observation components, 0-based, that are angles in radians, such as a
-	// bearing computed with atan2, whose value jumps by 2π across a branch cut. The
-	// likelihood takes the agent's innovation in them modulo 2π, so that it does not jump
-	// where the tracked belief and the observed state lie on either side of the cut
-	// (docs/method.md, "Angles in the observation"; likelihood.Options.RawAngles).
-	ObsAngles []int
 }
 
 // ObservationTiming returns the task's Timing, ActThenSee when it is not set.
@@ -333,11 +327,6 @@ func checkSpec(s Spec) error {
 		return fmt.Errorf("models: task %q has unknown horizon %q: use %q or %q", s.Name, s.Horizon, HorizonTrial, HorizonTask)
 	case s.Timing != "" && s.Timing != ActThenSee && s.Timing != SeeThenAct:
 		return fmt.Errorf("models: task %q has unknown timing %q: use %q or %q", s.Name, s.Timing, ActThenSee, SeeThenAct)
-	}
-	for _, i := range s.ObsAngles {
-		if i < 0 || i >= s.Obs {
-			return fmt.Errorf("models: task %q has angle observation %d: observations are numbered 0..%d", s.Name, i, s.Obs-1)
-		}
 	}
 	seen := map[string]bool{}
 	for _, p := range s.Params {

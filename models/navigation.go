@@ -41,10 +41,6 @@ func (Navigation) Spec() Spec {
 		// temperature at its bound, the motor noise 6 standard errors off on our own agent's
 		// fully observed data (docs/results.md, 2026-11-25).
 		Jitter: 1e-8,
-		// The heading relative to the target's bearing jumps by 2π where the bearing's atan2
-		// crosses its branch cut (behind the target, overshooting it): docs/method.md,
-		// "Angles in the observation".
-		ObsAngles: []int{0},
 	}
 }
 

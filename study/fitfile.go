@@ -219,9 +219,8 @@ func RunOf(fitter *fit.Fitter, spec models.Spec, opts likelihood.Options, versio
 
 // Conventions returns the flags that set the conventions of the likelihood options opts
 // apart from the defaults for the task of spec (fit.Run.Likelihood), comma-separated:
-// first-order-noise, ignore-gaps, nominal-filter, raw-angles (where the task has angle
-// observations), jitter=V and belief-prior=V (or the covariance's rows, "a b;c d"); "" for
-// none.
+// first-order-noise, ignore-gaps, nominal-filter, raw-angles, jitter=V and belief-prior=V (or
+// the covariance's rows, "a b;c d"); "" for none.
 func Conventions(spec models.Spec, opts likelihood.Options) string {
 	var out []string
 	if opts.FirstOrderNoise {
@@ -233,7 +232,7 @@ func Conventions(spec models.Spec, opts likelihood.Options) string {
 	if opts.NominalFilter {
 		out = append(out, "nominal-filter")
 	}
-	if opts.RawAngles && len(spec.ObsAngles) > 0 {
+	if opts.RawAngles {
 		out = append(out, "raw-angles")
 	}
 	if opts.Jitter != likelihood.TaskJitter(spec) {

@@ -30,14 +30,10 @@ func TestConventions(t *testing.T) {
 		{likelihood.Options{Jitter: jitter, Prior: prior}, "belief-prior=1"},
 		{likelihood.Options{Jitter: jitter, Prior: [][]float64{{0.5, 0.1}, {0.1, 0.25}}}, "belief-prior=0.5 0.1;0.1 0.25"},
 		{likelihood.Options{Jitter: jitter, Prior: [][]float64{{0.5, 0}, {0, 0.25}}}, "belief-prior=0.5 0;0 0.25"},
-		{likelihood.Options{Jitter: jitter, RawAngles: true}, ""}, // the linear task has no angle to wrap
+		{likelihood.Options{Jitter: jitter, RawAngles: true}, "raw-angles"},
 	} {
 		assert.Equal(t, c.want, Conventions(spec, c.opts), "%+v", c.opts)
 	}
-	nav, err := models.Get("navigation")
-	require.NoError(t, err)
-	navSpec := nav.Spec()
-	assert.Equal(t, "raw-angles", Conventions(navSpec, likelihood.Options{Jitter: likelihood.TaskJitter(navSpec), RawAngles: true}))
 }
 
 func TestStarts(t *testing.T) {

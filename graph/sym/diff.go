@@ -108,7 +108,8 @@ func Hessian(e Expr, a, b Vec) [][]Expr {
 	return Jacobian(Gradient(e, a), b)
 }
 
-// Subst returns e with the variables in the map replaced by the given expressions, simplified.
+// Subst returns e with the nodes in the map (variables, or any subexpression) replaced by the
+// given expressions, simplified.
 func Subst(e Expr, repl map[*Node]Expr) Expr {
 	return substituter{repl: repl, memo: make(map[*Node]*Node)}.subst(e)
 }
@@ -149,14 +150,11 @@ func (s substituter) subst(e Expr) Expr {
 		return r
 	}
 	var r Expr
-	switch e.op {
-	case OpVar:
-		if x, ok := s.repl[e]; ok {
-			r = x
-		} else {
-			r = e
-		}
-	default:
+	if x, ok := s.repl[e]; ok {
+		r = x
+	} else if e.op == OpVar {
+		r = e
+	} else {
 		args := make([]Expr, len(e.args))
 		for i, a := range e.args {
 			args[i] = s.subst(a)

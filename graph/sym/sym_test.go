@@ -181,3 +181,13 @@ func TestAtan2AndWrap(t *testing.T) {
 	}
 	assert.Same(t, One, Diff(w, x))
 }
+
+// TestSubstSubexpression replaces a subexpression that is not a variable.
+func TestSubstSubexpression(t *testing.T) {
+	x, y, z := NewVar("x"), NewVar("y"), NewVar("z")
+	a := Atan2(y, x)
+	e := Add(Mul(C(3), a), Sin(a), x)
+	got := Subst(e, map[*Node]Expr{a: z})
+	assert.Equal(t, Add(Mul(C(3), z), Sin(z), x), got)
+	assert.Equal(t, Add(C(3), Cos(z)), Diff(got, z))
+}

@@ -49,7 +49,6 @@ func TestExamplesSimulateAndLoglikLikeBuiltins(t *testing.T) {
 			// comparison below would not see a file that forgot it.
 			assert.Equal(t, builtin.Spec().Jitter, file.Spec().Jitter, "jitter")
 			assert.Equal(t, builtin.Spec().Linearize, file.Spec().Linearize, "linearize")
-			assert.Equal(t, builtin.Spec().ObsAngles, file.Spec().ObsAngles, "angle observations")
 			want := simulate(t, builtin, natural, 2, 7)
 			got := simulate(t, file, natural, 2, 7)
 			require.Len(t, got, len(want))

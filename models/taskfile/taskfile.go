@@ -42,7 +42,6 @@ type schema struct {
 	Linearize         string            `toml:"linearize"`
 	PlanOver          string            `toml:"plan_over"`
 	Timing            string            `toml:"timing"`
-	AngleObservations []int             `toml:"angle_observations"`
 	X0                []any             `toml:"x0"`
 	BeliefCov         [][]any           `toml:"belief_cov"`
 	Constants         map[string]any    `toml:"constants"`
@@ -289,12 +288,6 @@ func (t *Task) buildSpec(d *document, s *schema) error {
 		if spec.Horizon != models.HorizonTrial && spec.Horizon != models.HorizonTask {
 			return d.errorf("plan_over", "unknown plan_over %q: use \"trial\" (each trial is a plan of its own length) or \"task\" (plans over horizon steps; trials are their first steps)", s.PlanOver)
 		}
-	}
-	for _, i := range s.AngleObservations {
-		if i < 1 || i > s.Observations || slices.Contains(spec.ObsAngles, i-1) {
-			return d.errorf("angle_observations", "angle_observations lists observations by number, each once, 1..%d (observations = %d); got %d", s.Observations, s.Observations, i)
-		}
-		spec.ObsAngles = append(spec.ObsAngles, i-1)
 	}
 	if d.has("timing") {
 		spec.Timing = models.Timing(s.Timing)
