@@ -234,8 +234,9 @@ func Floor(a S) S {
 	return unary(a, math.Floor, func(n *G.Node) *G.Node { return G.StopGradient(G.Floor(n)) })
 }
 
-// WrapAngle returns the angle a in radians taken modulo 2π into [−π, π): a − 2π·⌊(a + π)/2π⌋.
-// Its gradient is 1 everywhere (the integer part carries none); the value jumps by 2π only
+// WrapAngle returns the angle a in radians taken modulo 2π into [−π, π): a − 2π·⌊(a + π)/2π⌋,
+// sym.Wrap's formula for values that are not a model's expressions (the difference of two
+// points' atan2 terms, say). Its gradient is 1 everywhere (the integer part carries none); the value jumps by 2π only
 // where a crosses an odd multiple of π.
 func WrapAngle(a S) S {
 	turns := Floor(Scale(1/(2*math.Pi), Add(a, C(math.Pi))))
