@@ -104,9 +104,15 @@ func (p *Point) Cu() []graph.Mat {
 // H0 returns h(x, 0).
 func (p *Point) H0() graph.Vec { return lazyVec(&p.h0, func() graph.Vec { return p.vec(p.s.H0) }) }
 
-// Atan2 returns the values of the observation's atan2 terms (models.Symbolic.Atan2).
+// Atan2 returns the values of the observation's atan2 terms (models.Symbolic.Atan2), in order.
 func (p *Point) Atan2() graph.Vec {
-	return lazyVec(&p.atan2, func() graph.Vec { return p.vec(p.s.Atan2Angles) })
+	return lazyVec(&p.atan2, func() graph.Vec {
+		angles := make(sym.Vec, len(p.s.Atan2))
+		for i, t := range p.s.Atan2 {
+			angles[i] = t.Angle
+		}
+		return p.vec(angles)
+	})
 }
 
 // F returns ∂h/∂x (m×n).

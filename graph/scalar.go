@@ -236,8 +236,8 @@ func Floor(a S) S {
 
 // WrapAngle returns the angle a in radians taken modulo 2π into [−π, π): a − 2π·⌊(a + π)/2π⌋,
 // sym.Wrap's formula for values that are not a model's expressions (the difference of two
-// points' atan2 terms, say). Its gradient is 1 everywhere (the integer part carries none); the value jumps by 2π only
-// where a crosses an odd multiple of π.
+// points' atan2 terms, say). Its gradient is 1 everywhere (the integer part carries none);
+// the value jumps by 2π only where a crosses an odd multiple of π.
 func WrapAngle(a S) S {
 	turns := Floor(Scale(1/(2*math.Pi), Add(a, C(math.Pi))))
 	return Sub(a, Scale(2*math.Pi, turns))

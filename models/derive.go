@@ -42,9 +42,8 @@ type Symbolic struct {
 	Wn [][]sym.Expr // ∂h/∂w at w = 0, m×nw
 	D  [][][]sym.Expr
 	// Atan2 are the atan2 terms of h(x, 0), whose branch cuts the likelihood takes out of
-	// the agent's innovation; Atan2Angles their expressions, in order.
-	Atan2       []Atan2Term
-	Atan2Angles sym.Vec
+	// the agent's innovation.
+	Atan2 []Atan2Term
 
 	Cost             sym.Expr
 	Cq, Cr           sym.Vec      // ∂c/∂x, ∂c/∂u
@@ -122,9 +121,6 @@ func derive(m Model) (*Symbolic, error) {
 	s.Wn = sym.SubstMat(sym.Jacobian(h, s.W), wZero)
 	s.D, _ = noiseSlopes(s.Wn, s.X, nil)
 	s.Atan2 = atan2Terms(s.H0)
-	for _, t := range s.Atan2 {
-		s.Atan2Angles = append(s.Atan2Angles, t.Angle)
-	}
 
 	s.Cost = m.Cost(s.X, s.U, params)
 	s.Cq, s.Cr = sym.Gradient(s.Cost, s.X), sym.Gradient(s.Cost, s.U)
