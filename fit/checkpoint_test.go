@@ -40,6 +40,8 @@ func TestLBFGSBFromContinuesExactly(t *testing.T) {
 		{"non-finite region", huberInf, []float64{-30, 3}, []float64{-50, -inf}, []float64{inf, inf}, LBFGSBSettings{PGTol: 1e-8}},
 		{"iteration limit", rosenbrock, []float64{-1.2, 1}, lo4[:2], hi4[:2], LBFGSBSettings{MaxIter: 7}},
 		{"evaluation limit", rosenbrock, []float64{-1.2, 1}, lo4[:2], hi4[:2], LBFGSBSettings{MaxEval: 23}},
+		{"memory seeded from a curvature", rosenbrock, []float64{-2, -2.3, 0, 0, -5.8}, filled(5, -6), filled(5, 6),
+			LBFGSBSettings{Memory: 7, Curvature: scaled(corrQuadA, 0.3)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestLBFGSBFromContinuesExactly(t *testing.T) {
 func TestLBFGSBStateJSONIsExact(t *testing.T) {
 	values := []float64{0, math.Copysign(0, -1), 0.1, 1.0 / 3, -2.5e-300, math.SmallestNonzeroFloat64, math.MaxFloat64,
 		math.Nextafter(1, 2), math.Inf(1), math.Inf(-1), math.NaN()}
-	st := LBFGSBState{X: values, Grad: values, F: math.NaN(), Iterations: 3, Evaluations: 7, Theta: 1.0 / 7,
+	st := LBFGSBState{X: values, Grad: values, F: math.NaN(), Iterations: 3, Evaluations: 7, Theta: 1.0 / 7, Seeded: 1,
 		S: [][]float64{values, values}, Y: [][]float64{values, values}}
 	b, err := json.Marshal(st)
 	require.NoError(t, err)

@@ -92,6 +92,11 @@ type Options struct {
 
 	refit     bool // a bootstrap's refits: no standard errors, no early graphs
 	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
+	// curvature, if set, is the Hessian of the negative log-likelihood (nats, fitting scale,
+	// over the fitted parameters) near every subject's first initial point: that restart's
+	// L-BFGS-B memory starts from it (LBFGSBSettings.Curvature), as a bootstrap's refits do
+	// from the subject's Hessian at the estimate they start from.
+	curvature [][]float64
 }
 
 // The ways of computing standard errors (Options.Uncertainty, Result.Uncertainty).
@@ -573,6 +578,9 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 			defer wg.Done()
 			defer b.exit()
 			set := settings
+			if r == 0 && f.opts.curvature != nil {
+				set.Curvature = perTransition(f.opts.curvature, nObs)
+			}
 			set.OnIteration = func(st LBFGSBState) { track.update(si, r, &RestartState{State: st}) }
 			var rr LBFGSBResult
 			if prev != nil {
@@ -669,6 +677,22 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	}
 	res.LogEvidence = f.logEvidence(s.ID, bestRes.X, res.LogLik, res.Hessian)
 	f.diagnose(s, bestRes.X, &res)
+	// The goodness-of-fit check needs the estimate alone: it runs on its own beside the
+	// bootstrap and the profile, filling the cores their rounds leave idle, and its result is
+	// kept where they leave the fit standing.
+	var (
+		checkDone chan struct{}
+		check     *Check
+		checkErr  error
+	)
+	if f.opts.CheckDraws > 0 && res.Err == "" && ctx.Err() == nil {
+		checkDone = make(chan struct{})
+		x, ll := bestRes.X, res.LogLik
+		go func() {
+			defer close(checkDone)
+			check, checkErr = f.check(s, x, ll, batching)
+		}()
+	}
 	if f.opts.Uncertainty == UncertaintyBootstrap && res.Err == "" && ctx.Err() == nil {
 		b.exit() // the refits run on their own: the batcher must not wait for this subject
 		if err := f.bootstrap(ctx, s, bestRes.X, &res, batching); err != nil {
@@ -681,17 +705,32 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 			res.Err = "profile at a bound: " + err.Error()
 		}
 	}
-	if f.opts.CheckDraws > 0 && res.Err == "" && ctx.Err() == nil {
+	if checkDone != nil {
 		b.exit() // the check evaluates on its own: the batcher must not wait for this subject
-		c, err := f.check(s, bestRes.X, res.LogLik, batching)
+		<-checkDone
 		b.enter()
-		if err != nil {
-			res.CheckErr = err.Error()
+		if res.Err == "" && ctx.Err() == nil {
+			if checkErr != nil {
+				res.CheckErr = checkErr.Error()
+			}
+			res.Check = check
 		}
-		res.Check = c
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res
+}
+
+// perTransition returns h/nObs: a Hessian of the negative log-likelihood as one of the
+// objective the restarts minimize (the negative log-likelihood per transition).
+func perTransition(h [][]float64, nObs float64) [][]float64 {
+	out := make([][]float64, len(h))
+	for i, row := range h {
+		out[i] = make([]float64, len(row))
+		for j, v := range row {
+			out[i][j] = v / nObs
+		}
+	}
+	return out
 }
 
 // hessianStep is the central-difference step, in fitting scale, of the Hessian.

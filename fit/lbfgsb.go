@@ -70,6 +70,18 @@ type LBFGSBSettings struct {
 	MaxEval int     // objective evaluations; 0 means 15000
 	PGTol   float64 // stop when max_i |proj grad_i| <= PGTol; 0 means 1e-5 (scipy's gtol)
 	FTol    float64 // stop when (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= FTol; 0 means 2.220446049250313e-09 (scipy's ftol)
+	// Curvature, if set, is an estimate of the objective's Hessian near the starting point
+	// (n×n, symmetric, finite; e.g. that of a minimization of a similar objective that ended
+	// nearby). The memory then starts from it instead of from the identity: its eigenvectors
+	// of positive curvature (eigenvalue above 1e-10 of the largest) become the first
+	// correction pairs, s = v, y = λv, so that B equals Curvature on them (they are mutually
+	// conjugate, and BFGS keeps every earlier pair's secant equation for conjugate pairs) and
+	// the largest such λ elsewhere, and the first step is a projected Newton step. Real pairs
+	// replace them as the memory fills (lbfgsMemory.seed). Where the FTol test would stop the
+	// run while seeded pairs remain, they are dropped and the run goes on: a wrong estimate
+	// can make steps short, and the stop is then the steps' own curvature's to call. It
+	// panics if Curvature is not n×n or not finite.
+	Curvature [][]float64
 	// OnIteration, if set, is called with the minimization's state at every iteration
 	// boundary: after the evaluation of the starting point and after every iteration (and
 	// after the memory was discarded). LBFGSBFrom continues from such a state exactly as the
@@ -146,6 +158,16 @@ func LBFGSB(fn Objective, x0, lo, hi []float64, s LBFGSBSettings) LBFGSBResult {
 	if len(lo) != n || len(hi) != n {
 		panic(fmt.Sprintf("fit: LBFGSB: slice lengths differ: len(x0)=%d, len(lo)=%d, len(hi)=%d", n, len(lo), len(hi)))
 	}
+	if c := s.Curvature; c != nil {
+		if len(c) != n {
+			panic(fmt.Sprintf("fit: LBFGSB: curvature of %d rows for %d variables", len(c), n))
+		}
+		for _, row := range c {
+			if len(row) != n || !allFinite(row) {
+				panic(fmt.Sprintf("fit: LBFGSB: curvature not a finite %d×%d matrix", n, n))
+			}
+		}
+	}
 	sv := &solver{
 		box: newBox(lo, hi),
 		set: s.withDefaults(),
@@ -174,6 +196,7 @@ func LBFGSBFrom(fn Objective, st LBFGSBState, lo, hi []float64, s LBFGSBSettings
 	sv := &solver{box: newBox(lo, hi), set: set}
 	sv.mem = newLBFGSMemory(set.Memory)
 	sv.mem.restore(st.S, st.Y, st.Theta)
+	sv.mem.seeded = st.Seeded
 	sv.ev = evaluator{fn: fn, n: len(lo), max: set.MaxEval, count: st.Evaluations}
 	return sv.loop(slices.Clone(st.X), st.F, slices.Clone(st.Grad), st.Iterations)
 }
@@ -232,6 +255,9 @@ func (sv *solver) run(x0 []float64) LBFGSBResult {
 	}
 	if sv.box.projGradNorm(x, g) <= sv.set.PGTol {
 		return finish(statusPGTol, true)
+	}
+	if sv.set.Curvature != nil {
+		sv.mem.seed(sv.set.Curvature)
 	}
 	return sv.loop(x, f, g, 0)
 }
@@ -321,7 +347,13 @@ func (sv *solver) loop(x []float64, f float64, g []float64, iter int) LBFGSBResu
 			return finish(statusPGTol, true)
 		}
 		if fOld-f <= sv.set.FTol*math.Max(math.Max(math.Abs(fOld), math.Abs(f)), 1) {
-			return finish(statusFTol, true)
+			if sv.mem.seeded == 0 {
+				return finish(statusFTol, true)
+			}
+			// A short step may be the seeded curvature's doing (a model of another point's
+			// objective that says the minimum is near): go on with the pairs of steps taken
+			// alone, so that only those stop the run.
+			sv.mem.dropSeeded()
 		}
 
 		// Update the memory unless the curvature condition s'y > ε y'y fails

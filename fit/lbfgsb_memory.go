@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // ---------------------------------------------------------------------------
@@ -176,9 +178,12 @@ type lbfgsMemory struct {
 	m     int
 	theta float64
 	s, y  [][]float64 // correction pairs, oldest first
-	sy    [][]float64 // S'Y: sy[i][j] = s_i'y_j
-	ss    [][]float64 // S'S
-	j     [][]float64 // lower-triangular Cholesky factor of T
+	// seeded counts the oldest pairs that came from a curvature estimate (seed), not from
+	// steps taken.
+	seeded int
+	sy     [][]float64 // S'Y: sy[i][j] = s_i'y_j
+	ss     [][]float64 // S'S
+	j      [][]float64 // lower-triangular Cholesky factor of T
 }
 
 // newLBFGSMemory returns an empty memory (B = I) holding at most m pairs.
@@ -193,7 +198,19 @@ func (mem *lbfgsMemory) k() int { return len(mem.s) }
 // does whenever the limited-memory matrix becomes numerically unusable.
 func (mem *lbfgsMemory) reset() {
 	mem.s, mem.y, mem.sy, mem.ss, mem.j = nil, nil, nil, nil, nil
-	mem.theta = 1
+	mem.theta, mem.seeded = 1, 0
+}
+
+// dropSeeded discards the pairs that came from a curvature estimate, keeping those of steps
+// taken and the θ of the newest of them (B = I when there are none).
+func (mem *lbfgsMemory) dropSeeded() {
+	s, y := mem.s[mem.seeded:], mem.y[mem.seeded:]
+	if len(s) == 0 {
+		mem.reset()
+		return
+	}
+	last := len(s) - 1
+	mem.restore(s, y, dot(y[last], y[last])/dot(s[last], y[last]))
 }
 
 // push stores the pair (s, y), dropping the oldest pair when the memory is
@@ -206,22 +223,69 @@ func (mem *lbfgsMemory) push(s, y []float64, sy, yy float64) bool {
 	if len(mem.s) > mem.m {
 		mem.s = mem.s[1:]
 		mem.y = mem.y[1:]
+		mem.seeded = max(mem.seeded-1, 0)
 	}
 	mem.theta = yy / sy
 	return mem.factor()
 }
 
-// restore sets the memory to the pairs (s, y), oldest first, and θ, as push left them.
+// restore sets the memory to the pairs (s, y), oldest first, and θ, as push left them, none
+// of them seeded.
 func (mem *lbfgsMemory) restore(s, y [][]float64, theta float64) {
 	if len(s) == 0 {
 		mem.reset()
 		return
 	}
-	mem.s, mem.y, mem.theta = make([][]float64, len(s)), make([][]float64, len(y)), theta
+	mem.s, mem.y, mem.theta, mem.seeded = make([][]float64, len(s)), make([][]float64, len(y)), theta, 0
 	for i := range s {
 		mem.s[i], mem.y[i] = slices.Clone(s[i]), slices.Clone(y[i])
 	}
 	mem.factor()
+}
+
+// seed sets the memory to correction pairs that make B equal the symmetric matrix h on the
+// span of its eigenvectors of positive curvature: s_i = v_i, y_i = λ_i v_i for every
+// eigenvalue λ_i > 1e-10·λ_max, smallest λ first (the pairs the memory drops first as real
+// ones arrive are then the flattest directions, where h is least sure), and θ = λ_max, the
+// curvature B assumes on the directions h does not say are convex. The pairs are mutually
+// orthogonal and h-conjugate, so that the compact form's BFGS updates keep each one's secant
+// equation B s_i = y_i ([BLNZ] §2; Nocedal & Wright 2006, Thm. 6.4's hereditary property).
+// With at most m kept it keeps the m largest. Where h has no positive eigenvalue the
+// memory stays empty (B = I).
+func (mem *lbfgsMemory) seed(h [][]float64) {
+	n := len(h)
+	sym := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			sym.SetSym(i, j, 0.5*(h[i][j]+h[j][i]))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, true) {
+		mem.reset()
+		return
+	}
+	vals := eig.Values(nil) // ascending
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	top := vals[n-1]
+	var s, y [][]float64
+	for i, l := range vals {
+		if !(l > 1e-10*top) || !(top > 0) {
+			continue
+		}
+		v := mat.Col(nil, i, &vecs)
+		lv := make([]float64, n)
+		for k := range v {
+			lv[k] = l * v[k]
+		}
+		s, y = append(s, v), append(y, lv)
+	}
+	if len(s) > mem.m {
+		s, y = s[len(s)-mem.m:], y[len(y)-mem.m:]
+	}
+	mem.restore(s, y, top)
+	mem.seeded = mem.k()
 }
 
 // factor computes S'Y, S'S and the Cholesky factor of T from the pairs and θ. It returns

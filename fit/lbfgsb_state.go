@@ -24,11 +24,14 @@ type LBFGSBState struct {
 	// y_i = g_{i+1} − g_i, oldest first (none after the memory was discarded).
 	Theta float64
 	S, Y  [][]float64
+	// Seeded counts the oldest pairs that came from LBFGSBSettings.Curvature.
+	Seeded int
 }
 
 // Check reports whether st can continue a minimization of n variables with a memory of m
 // pairs: every vector has n elements, there are as many y as s and at most m of each, the
-// counts are not negative and F, θ and the gradient are finite.
+// counts are not negative, no more pairs are seeded than there are and F, θ and the gradient
+// are finite.
 func (st LBFGSBState) Check(n, m int) error {
 	switch {
 	case len(st.X) != n || len(st.Grad) != n:
@@ -37,8 +40,10 @@ func (st LBFGSBState) Check(n, m int) error {
 		return fmt.Errorf("state with %d s and %d y correction vectors", len(st.S), len(st.Y))
 	case len(st.S) > m:
 		return fmt.Errorf("state with %d correction pairs, more than the memory of %d", len(st.S), m)
-	case st.Iterations < 0 || st.Evaluations < 0:
-		return fmt.Errorf("state with negative counts (%d iterations, %d evaluations)", st.Iterations, st.Evaluations)
+	case st.Iterations < 0 || st.Evaluations < 0 || st.Seeded < 0:
+		return fmt.Errorf("state with negative counts (%d iterations, %d evaluations, %d seeded pairs)", st.Iterations, st.Evaluations, st.Seeded)
+	case st.Seeded > len(st.S):
+		return fmt.Errorf("state with %d seeded correction pairs of %d", st.Seeded, len(st.S))
 	case !finitePoint(st.F, st.Grad) || !allFinite(st.X) || math.IsNaN(st.Theta) || math.IsInf(st.Theta, 0):
 		return fmt.Errorf("state with a non-finite point, value, gradient or scaling")
 	}
@@ -54,7 +59,7 @@ func (st LBFGSBState) Check(n, m int) error {
 // after iter iterations.
 func (sv *solver) state(x []float64, f float64, g []float64, iter int) LBFGSBState {
 	st := LBFGSBState{X: slices.Clone(x), Grad: slices.Clone(g), F: f, Iterations: iter, Evaluations: sv.ev.count,
-		Theta: sv.mem.theta}
+		Theta: sv.mem.theta, Seeded: sv.mem.seeded}
 	if k := sv.mem.k(); k > 0 {
 		st.S, st.Y = make([][]float64, k), make([][]float64, k)
 		for i := range k {
@@ -72,6 +77,7 @@ type stateJSON struct {
 	Iterations  int            `json:"iterations"`
 	Evaluations int            `json:"evaluations"`
 	Theta       exactFloat     `json:"theta"`
+	Seeded      int            `json:"seeded,omitempty"`
 	S           [][]exactFloat `json:"s,omitempty"`
 	Y           [][]exactFloat `json:"y,omitempty"`
 }
@@ -79,7 +85,7 @@ type stateJSON struct {
 // MarshalJSON encodes st exactly.
 func (st LBFGSBState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(stateJSON{X: toExact(st.X), F: exactFloat(st.F), Grad: toExact(st.Grad), Iterations: st.Iterations,
-		Evaluations: st.Evaluations, Theta: exactFloat(st.Theta), S: toExact2(st.S), Y: toExact2(st.Y)})
+		Evaluations: st.Evaluations, Theta: exactFloat(st.Theta), S: toExact2(st.S), Y: toExact2(st.Y), Seeded: st.Seeded})
 }
 
 // UnmarshalJSON decodes what MarshalJSON encoded.
@@ -89,7 +95,7 @@ func (st *LBFGSBState) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*st = LBFGSBState{X: fromExact(j.X), F: float64(j.F), Grad: fromExact(j.Grad), Iterations: j.Iterations,
-		Evaluations: j.Evaluations, Theta: float64(j.Theta), S: fromExact2(j.S), Y: fromExact2(j.Y)}
+		Evaluations: j.Evaluations, Theta: float64(j.Theta), S: fromExact2(j.S), Y: fromExact2(j.Y), Seeded: j.Seeded}
 	return nil
 }
 

@@ -45,6 +45,10 @@ const (
 // log-likelihood per transition, nObs transitions) and x the estimate in fitting scale.
 func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64, res *Result) error {
 	drop := boundDrop(res.Bootstrap, len(f.infer))
+	var hess [][]float64 // the objective's curvature at x, where the fit has one
+	if res.Hessian != nil {
+		hess = perTransition(res.Hessian, nObs)
+	}
 	for k, i := range f.infer {
 		prm := f.spec.Params[i]
 		if !slices.Contains(res.AtBound, prm.Name) {
@@ -67,7 +71,7 @@ func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64,
 				start = math.Max(math.Min(ci[0], bound), far)
 			}
 		}
-		end, err := f.profileEnd(objective, nObs, x, k, bound, start, far, res.LogLik-drop, &pr.Fits, &res.Evaluations)
+		end, err := f.profileEnd(objective, nObs, x, hess, k, bound, start, far, res.LogLik-drop, &pr.Fits, &res.Evaluations)
 		if err != nil {
 			return err
 		}
@@ -114,12 +118,14 @@ func boundDrop(bs *Bootstrap, d int) float64 {
 // The scan begins at start, the interval's inner end (bound where it has none): where the
 // profile there is already below target the interval reaches beyond the run, and start is
 // returned after one fit (the common case, which costs a subject on a bound 1 constrained fit
-// rather than 6). fits and evals count the constrained fits and their evaluations.
-func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, k int, bound, start, far, target float64, fits, evals *int) (float64, error) {
+// rather than 6). hess, the objective's Hessian at x (nil: unknown), starts every constrained
+// fit's L-BFGS-B memory (profileAt). fits and evals count the constrained fits and their
+// evaluations.
+func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, hess [][]float64, k int, bound, start, far, target float64, fits, evals *int) (float64, error) {
 	// at returns the profile log-likelihood at v, maximized from the other parameters of from.
 	at := func(v float64, from []float64) (float64, []float64, error) {
 		*fits++
-		ll, opt, n, err := f.profileAt(objective, nObs, from, k, v)
+		ll, opt, n, err := f.profileAt(objective, nObs, from, hess, k, v)
 		*evals += n
 		return ll, opt, err
 	}
@@ -170,8 +176,10 @@ func (f *Fitter) profileEnd(objective Objective, nObs float64, x []float64, k in
 
 // profileAt returns the log-likelihood maximized over the fitted parameters but k, which is
 // held at v, starting from the others of from (fitting scale), the maximizing point, and the
-// evaluations it took. A value where the data are impossible has log-likelihood −Inf.
-func (f *Fitter) profileAt(objective Objective, nObs float64, from []float64, k int, v float64) (float64, []float64, int, error) {
+// evaluations it took. A value where the data are impossible has log-likelihood −Inf. hess,
+// the objective's Hessian near from (nil: unknown), less k's row and column, starts the
+// L-BFGS-B memory: the others' curvature with k held.
+func (f *Fitter) profileAt(objective Objective, nObs float64, from []float64, hess [][]float64, k int, v float64) (float64, []float64, int, error) {
 	n := len(from)
 	expand := func(z []float64) []float64 {
 		full := make([]float64, 0, n)
@@ -194,6 +202,14 @@ func (f *Fitter) profileAt(objective Objective, nObs float64, from []float64, k 
 	settings := f.opts.Settings
 	settings.MaxIter = f.opts.MaxIter
 	z0 := drop(from)
+	if hess != nil {
+		settings.Curvature = make([][]float64, 0, n-1)
+		for i, row := range hess {
+			if i != k {
+				settings.Curvature = append(settings.Curvature, drop(row))
+			}
+		}
+	}
 	rr := LBFGSB(reduced, z0, drop(f.lo), drop(f.hi), settings)
 	if rr.Err != nil {
 		return 0, nil, rr.Evaluations, rr.Err

@@ -142,7 +142,7 @@ func TestProfileEnd(t *testing.T) {
 			target = -0.5 - 100 // -(3+1)²/2 = -8 is within
 		}
 		var fits, evals int
-		end, err := f.profileEnd(objective, 1, []float64{0, 0}, 0, 0, c.start, far, target, &fits, &evals)
+		end, err := f.profileEnd(objective, 1, []float64{0, 0}, nil, 0, 0, c.start, far, target, &fits, &evals)
 		require.NoError(t, err, c.name)
 		switch {
 		case c.name == "the run reaches the box's end":
