@@ -241,10 +241,7 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			return nil, err
 		}
 	} else {
-		prog := graph.NewProgram(b, "simulate", func(g *G.Graph, in []*G.Node) []*G.Node {
-			return buildSimulation(g, s, in, T, opts)
-		})
-		out, err := prog.Run(
+		out, err := simProgram(b, s, T, opts).Run(
 			graph.NewTensor(transpose(theta), len(spec.Params), P, 1),
 			graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
 			graph.NewTensor(pol.Gain, T, k, n, P, 1), graph.NewTensor(pol.Offset, T, k, P, 1),
@@ -397,6 +394,25 @@ func buildSimulation(g *G.Graph, s *models.Symbolic, in []*G.Node, T int, opts S
 		all = append(all, x.Scalars()...)
 	}
 	return []*G.Node{graph.Stack(g, all, []int{T + 1, n}, in[6].Shape().Dimensions[2:])}
+}
+
+// simPrograms keeps the unrolled simulation's programs across calls, one per backend, task (its
+// symbolic form), horizon, observation mode, temperature and delay (what buildSimulation
+// depends on; each program compiles once per batch shape): a fit's bootstrap simulates five
+// agents and its check one at every subject's estimate, mostly in the same shapes.
+var simPrograms sync.Map
+
+// simProgram returns the unrolled simulation's program of T steps for s and opts on b.
+func simProgram(b backends.Backend, s *models.Symbolic, T int, opts SimOptions) *graph.Program {
+	key := fmt.Sprintf("%p|%p|%d|%s|%g|%d", b, s, T, opts.Observe, opts.Temperature, opts.Delay)
+	if p, ok := simPrograms.Load(key); ok {
+		return p.(*graph.Program)
+	}
+	build := SimOptions{Observe: opts.Observe, Temperature: opts.Temperature, Delay: opts.Delay} // the key's, nothing of this call's
+	p, _ := simPrograms.LoadOrStore(key, graph.NewProgram(b, "simulate", func(g *G.Graph, in []*G.Node) []*G.Node {
+		return buildSimulation(g, s, in, T, build)
+	}))
+	return p.(*graph.Program)
 }
 
 // simEngines keeps the compiled programs of the looped simulation across calls, one engine per
