@@ -578,7 +578,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 			defer wg.Done()
 			defer b.exit()
 			set := settings
-			if r == 0 && f.opts.curvature != nil {
+			if r == 0 {
 				set.Curvature = perTransition(f.opts.curvature, nObs)
 			}
 			set.OnIteration = func(st LBFGSBState) { track.update(si, r, &RestartState{State: st}) }
@@ -721,12 +721,19 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 }
 
 // perTransition returns h/nObs: a Hessian of the negative log-likelihood as one of the
-// objective the restarts minimize (the negative log-likelihood per transition).
+// objective the restarts minimize (the negative log-likelihood per transition); nil where h
+// is empty or has an entry that is not finite (no curvature to start from).
 func perTransition(h [][]float64, nObs float64) [][]float64 {
+	if len(h) == 0 {
+		return nil
+	}
 	out := make([][]float64, len(h))
 	for i, row := range h {
 		out[i] = make([]float64, len(row))
 		for j, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil
+			}
 			out[i][j] = v / nObs
 		}
 	}

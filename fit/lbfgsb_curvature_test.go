@@ -192,3 +192,12 @@ func TestDropSeeded(t *testing.T) {
 	assert.Equal(t, 0, only.k())
 	assert.Equal(t, 1.0, only.theta)
 }
+
+// TestPerTransition: a Hessian in nats becomes the objective's per transition; one with an
+// entry that is not finite, or none, gives no curvature (the refit then starts as any other).
+func TestPerTransition(t *testing.T) {
+	assert.Equal(t, [][]float64{{2, -1}, {-1, 4}}, perTransition([][]float64{{20, -10}, {-10, 40}}, 10))
+	assert.Nil(t, perTransition([][]float64{{1, math.NaN()}, {0, 1}}, 10))
+	assert.Nil(t, perTransition([][]float64{{math.Inf(1)}}, 10))
+	assert.Nil(t, perTransition(nil, 10))
+}

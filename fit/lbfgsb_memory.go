@@ -254,6 +254,10 @@ func (mem *lbfgsMemory) restore(s, y [][]float64, theta float64) {
 // memory stays empty (B = I).
 func (mem *lbfgsMemory) seed(h [][]float64) {
 	n := len(h)
+	if n == 0 {
+		mem.reset()
+		return
+	}
 	sym := mat.NewSymDense(n, nil)
 	for i := range n {
 		for j := i; j < n; j++ {

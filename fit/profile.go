@@ -45,10 +45,7 @@ const (
 // log-likelihood per transition, nObs transitions) and x the estimate in fitting scale.
 func (f *Fitter) profileAtBounds(objective Objective, nObs float64, x []float64, res *Result) error {
 	drop := boundDrop(res.Bootstrap, len(f.infer))
-	var hess [][]float64 // the objective's curvature at x, where the fit has one
-	if res.Hessian != nil {
-		hess = perTransition(res.Hessian, nObs)
-	}
+	hess := perTransition(res.Hessian, nObs) // the objective's curvature at x, where the fit has one
 	for k, i := range f.infer {
 		prm := f.spec.Params[i]
 		if !slices.Contains(res.AtBound, prm.Name) {
