@@ -274,7 +274,7 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
 	// The refits' data are the subject's kind of data made at x, so the subject's curvature
 	// there is a good model of theirs: the first step is a Newton step, not a steepest
-	// descent (30–60 % fewer evaluations; docs/speed.md, change 13).
+	// descent (29–60 % fewer evaluations; docs/speed.md, change 13).
 	opts.curvature = hess
 	nf, err := New(f.e, opts)
 	if err != nil {

@@ -33,8 +33,8 @@ var (
 	corrQuadC = []float64{-2.5, -1.7, 0.3, -0.4, -6}
 )
 
-// scaled returns a copy of a with its entries multiplied by 1 + e·((i+2j) mod 3 − 1): a
-// Hessian e off, symmetric, as a similar subject's would be.
+// scaled returns a copy of a with entry (i, j) multiplied by 1 + e·((i + j + 2·min(i, j))
+// mod 3 − 1), symmetric in i and j: a Hessian up to e off, as a similar subject's would be.
 func scaled(a [][]float64, e float64) [][]float64 {
 	n := len(a)
 	b := newMatrix(n, n)
@@ -52,8 +52,7 @@ func scaled(a [][]float64, e float64) [][]float64 {
 // convex directions used); and on a non-quadratic function.
 func TestLBFGSBCurvature(t *testing.T) {
 	n := len(corrQuadC)
-	free, _ := unbounded(n)
-	_, freeHi := unbounded(n)
+	free, freeHi := unbounded(n)
 	negative := scaled(corrQuadA, 0)
 	negative[4][4] = -0.5 // one eigenvalue below 0
 	boxLo, boxHi := filled(n, -3), filled(n, 3)
