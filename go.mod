@@ -34,3 +34,5 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )
+
+replace github.com/gomlx/gomlx => ./third_party/gomlx

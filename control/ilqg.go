@@ -174,6 +174,7 @@ func (sv *Solver) programs() {
 			p.rollout = graph.NewProgram(sv.backend, "ilqg_rollout", sv.buildRollout)
 			p.linearized = graph.NewProgram(sv.backend, "ilqg_backward", sv.buildBackward)
 			p.engine = graph.NewEngine(sv.backend)
+			p.engine.SetWhileLoops(true) // on XLA each rollout and backward pass is one call
 		})
 		sv.rollout, sv.linearized, sv.engine = p.rollout, p.linearized, p.engine
 	})

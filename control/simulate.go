@@ -426,7 +426,7 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 	P, T := pol.Problems, pol.Steps
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
 	key := fmt.Sprintf("%p|%p|%s|%g|%d", b, s, opts.Observe, opts.Temperature, opts.Delay)
-	eng, _ := simEngines.LoadOrStore(key, graph.NewEngine(b))
+	eng, _ := simEngines.LoadOrStore(key, newWhileEngine(b))
 	tp := eng.(*graph.Engine).NewTape(false)
 	defer tp.Release()
 	defer func() {
@@ -455,4 +455,12 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
 	}
 	return X, nil
+}
+
+// newWhileEngine returns an Engine for b whose recursions run as while loops where b builds
+// StableHLO (graph.Engine.SetWhileLoops): one call a simulation on XLA.
+func newWhileEngine(b backends.Backend) *graph.Engine {
+	e := graph.NewEngine(b)
+	e.SetWhileLoops(true)
+	return e
 }

@@ -2,10 +2,14 @@ package graph
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,4 +48,41 @@ func TestGoBackendCompilesQuickly(t *testing.T) {
 	b, err := NewBackend(BackendGo)
 	require.NoError(t, err)
 	assert.False(t, CompilesSlowly(b), "backend %q", b.Name())
+}
+
+// TestStableHLORewrite checks the vendored GoMLX's program access (third_party/README.md): a
+// graph's StableHLO text names its computation, and a graph compiled with a rewrite computes
+// the replaced program, here x + 2 in place of x + 1. It runs where a plugin is installed
+// (make xla-cpu) and is skipped otherwise.
+func TestStableHLORewrite(t *testing.T) {
+	if _, err := FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	b, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	build := func() (*G.Graph, *G.Node) {
+		g := G.NewGraph(b, "plus")
+		x := G.Parameter(g, "x", shapes.Make(dtypes.Float64, 3))
+		return g, G.AddScalar(x, 1)
+	}
+	g, y := build()
+	require.True(t, g.HasStableHLO())
+	text, err := g.StableHLO(y)
+	require.NoError(t, err)
+	assert.Contains(t, text, "func.func @main(")
+	assert.Contains(t, text, "dense<1.0>")
+
+	g, y = build()
+	var seen string
+	g.CompileRewritten(func(program string) (string, error) {
+		seen = program
+		return strings.Replace(program, "dense<1.0>", "dense<2.0>", 1), nil
+	}, y)
+	assert.Equal(t, text, seen, "the rewrite gets the program StableHLO gives")
+	out := g.Run(NewTensor([]float64{0.5, -1, 3}, 3))
+	assert.Equal(t, []float64{2.5, 1, 5}, tensors.MustCopyFlatData[float64](out[0]))
+
+	bg, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	assert.False(t, G.NewGraph(bg, "go").HasStableHLO())
 }

@@ -58,6 +58,8 @@ type Value struct {
 	batch []int
 	grad  bool            // the looped value depends on the differentiated inputs
 	tan   *tensors.Tensor // forward mode: its tangents [p, K, batch...]
+	stack *stacked        // looped, if t is nil: the stacked tensor whose row row holds it
+	row   int
 }
 
 // Len returns the number of scalars in the group.

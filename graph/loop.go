@@ -24,7 +24,8 @@ type Engine struct {
 	warm  map[string]bool // Tape.Precompile's keys
 	stats ProgramStats
 	calls int
-	block int // steps per call of a recursion (SetStepsPerCall); 0 is 1
+	block int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
+	while bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
 }
 
 // NewEngine returns an Engine that compiles for backend b.
@@ -90,6 +91,7 @@ type stageProg struct {
 	compiled    atomic.Bool // compileOnce has run
 	cerr        error       // compiling failed
 	tape        *tape       // the Go backend's executor for g, when it supports g's operations
+	rewrite     rewriteFunc // replaces the program's text before it compiles (while loops)
 }
 
 type outGroup struct {
@@ -107,7 +109,12 @@ type call struct {
 	shared []*Value
 	dense  []int // non-nil: output group 0 holds every entry, with these batch dimensions
 	outs   [][]*Value
-	marker []*Value // non-nil: no stage, but give these values a zero cotangent if they have none
+	marker []*Value   // non-nil: no stage, but give these values a zero cotangent if they have none
+	loop   *whileLoop // non-nil: a recursion run as one while-loop program (loop_while.go)
+	saved  *stacked   // loop.save: every step's incoming carry, for the VJP
+	// stackOut: each output group's values over the steps come as one stacked tensor, and so
+	// do the cotangents of the sequences (loop_stack.go).
+	stackOut bool
 }
 
 func (c *call) groups() int { return len(c.seqs) + len(c.shared) }
@@ -127,7 +134,7 @@ type Tape struct {
 	e      *Engine
 	record bool
 	recs   []*call
-	ct     map[*Value]*tensors.Tensor
+	ct     map[*Value]ref
 	owned  []*tensors.Tensor
 
 	fwd      int    // forward mode (NewForwardTape): the number of directions, else 0
@@ -142,7 +149,7 @@ type Tape struct {
 
 // NewTape returns an empty Tape; with grad it records what Backward needs.
 func (e *Engine) NewTape(grad bool) *Tape {
-	return &Tape{e: e, record: grad, ct: map[*Value]*tensors.Tensor{}}
+	return &Tape{e: e, record: grad, ct: map[*Value]ref{}}
 }
 
 // Input uploads data, k values each of dimensions batch, as a value whose entries are all
@@ -200,8 +207,8 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 	if tp.dry {
 		return out
 	}
-	if v.t != nil {
-		data = tensors.MustCopyFlatData[float64](v.t)
+	if r := v.ref(); r.t != nil || r.s != nil && r.s.t != nil {
+		data = r.host(v.lay.nodes, size)
 	}
 	k := 0
 	for i, isNode := range v.lay.isNode {
@@ -234,11 +241,11 @@ func (tp *Tape) Grad(v *Value) []float64 {
 		size *= d
 	}
 	out := make([]float64, v.Len()*size)
-	t := tp.ct[v]
-	if t == nil || tp.dry {
+	r := tp.ct[v]
+	if !r.ok() || tp.dry {
 		return out
 	}
-	data := tensors.MustCopyFlatData[float64](t)
+	data := r.host(v.lay.nodes, size)
 	k := 0
 	for i, isNode := range v.lay.isNode {
 		if isNode {
@@ -252,9 +259,6 @@ func (tp *Tape) Grad(v *Value) []float64 {
 // Release frees the device memory of everything the tape made or uploaded.
 func (tp *Tape) Release() {
 	for _, t := range tp.owned {
-		_ = t.FinalizeAll()
-	}
-	for _, t := range tp.ct {
 		_ = t.FinalizeAll()
 	}
 	tp.owned, tp.ct, tp.recs, tp.seed = nil, nil, nil, nil
@@ -295,6 +299,9 @@ func (tp *Tape) Scan(name string, step StepFunc, init *Value, xs [][]*Value, par
 		carry = c.outs[0][0]
 	}
 	K := tp.e.StepsPerCall()
+	if T > 1 && tp.fwd == 0 && tp.e.WhileLoops() {
+		return tp.scanWhile(name, step, carry, xs, params, reverse, full)
+	}
 	ys := make([]*Value, T)
 	for i := 0; i < T; i += K {
 		k := min(K, T-i)
@@ -410,21 +417,37 @@ func (tp *Tape) run(c *call) {
 		}
 		grad = false // no tangent flows in: constant inputs only
 	}
+	c.stackOut = tp.e.WhileLoops() && c.steps > 0 && tp.fwd == 0
+	plan := newArgPlan()
+	in := plan.inputs(c, c.stackOut)
 	var key strings.Builder
-	fmt.Fprintf(&key, "%s|T%d|dense%v", c.name, c.steps, c.dense)
+	fmt.Fprintf(&key, "%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
 	tp.inputKey(&key, c)
-	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup) {
+	if c.loop != nil {
+		c.loop.save = tp.record && grad
+		fmt.Fprintf(&key, "|while%v", c.loop.save)
+	}
+	key.WriteString(plan.key.String())
+	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
 		b := newStageBuilder(g, c)
-		return b.forward()
+		b.e, b.argDims, b.in0 = tp.e, plan.dims, in
+		if c.loop != nil {
+			return b.whileForward()
+		}
+		b.args = b.params(plan.dims)
+		outs, lays := b.forward()
+		return outs, lays, nil
 	})
 	var out []*tensors.Tensor
 	if tp.dry {
 		tp.queue(prog)
 		out = dryOuts(c, prog.outs, false)
 	} else {
-		out = tp.e.execute(prog, tp.inputTensors(c))
+		out = tp.e.execute(prog, plan.tensors)
 	}
-	tp.setOuts(c, prog.outs, out, grad)
+	if n := tp.setOuts(c, prog.outs, out, grad); c.loop != nil && c.loop.save {
+		c.saved = &stacked{t: out[n], T: c.steps}
+	}
 	tp.owned = append(tp.owned, out...)
 	if tp.record && grad {
 		tp.recs = append(tp.recs, c)
@@ -432,15 +455,30 @@ func (tp *Tape) run(c *call) {
 }
 
 // setOuts sets c.outs, the values of output groups outs at each step, from a program's outputs
-// out (the tensors of the groups with nodes, step by step), and returns how many it took.
+// out (the tensors of the groups with nodes: one a step, or one stacked tensor of all steps
+// where c stacks its outputs), and returns how many it took. A while loop's first group, its
+// last carry, is one value.
 func (tp *Tape) setOuts(c *call, outs []outGroup, out []*tensors.Tensor, grad bool) int {
 	c.outs = make([][]*Value, len(outs))
 	k := 0
 	for j, og := range outs {
-		c.outs[j] = make([]*Value, max(c.steps, 1))
+		n := max(c.steps, 1)
+		if c.loop != nil && j == 0 {
+			n = 1
+		}
+		stack := n > 1 && (c.stackOut || c.loop != nil)
+		var s *stacked
+		if stack && og.lay.nodes > 0 {
+			s = &stacked{t: out[k], T: n}
+			k++
+		}
+		c.outs[j] = make([]*Value, n)
 		for t := range c.outs[j] {
 			v := &Value{lay: og.lay, batch: og.batch, grad: grad}
-			if og.lay.nodes > 0 {
+			switch {
+			case s != nil:
+				v.stack, v.row = s, t
+			case og.lay.nodes > 0:
 				v.t = out[k]
 				k++
 			}
@@ -469,25 +507,26 @@ func (tp *Tape) inputTensors(c *call) []*tensors.Tensor {
 	return in
 }
 
-// cotangents appends to dst the cotangent of each of vals, zeros where it has none.
-func (tp *Tape) cotangents(dst []*tensors.Tensor, vals []*Value) []*tensors.Tensor {
-	for _, x := range vals {
-		t := tp.ct[x]
-		if t == nil {
-			t = tp.zeros(x)
-		}
-		dst = append(dst, t)
+// cotangent returns where the cotangent of v is, zeros where it has none.
+func (tp *Tape) cotangent(v *Value) ref {
+	if r := tp.ct[v]; r.ok() {
+		return r
 	}
-	return dst
+	return tp.zeros(v)
 }
 
 // zeros returns a zero cotangent for v.
-func (tp *Tape) zeros(v *Value) *tensors.Tensor {
+func (tp *Tape) zeros(v *Value) ref {
+	if tp.dry {
+		return ref{dry: true}
+	}
 	size := v.lay.nodes
 	for _, d := range v.batch {
 		size *= d
 	}
-	return NewTensor(make([]float64, size), append([]int{v.lay.nodes}, v.batch...)...)
+	t := NewTensor(make([]float64, size), append([]int{v.lay.nodes}, v.batch...)...)
+	tp.owned = append(tp.owned, t)
+	return ref{t: t}
 }
 
 // Backward computes the cotangents of every differentiated value that out depends on, for the
@@ -506,29 +545,41 @@ func (tp *Tape) Backward(out *Value) {
 	if out.lay.nodes == 0 {
 		return
 	}
-	if tp.dry {
-		tp.pending = append(tp.pending, tp.vjpJobs(out)...)
-		return
-	}
-	size := out.lay.nodes
-	for _, d := range out.batch {
-		size *= d
-	}
-	ones := make([]float64, size)
-	for i := range ones {
-		ones[i] = 1
-	}
-	tp.ct[out] = NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
-	if !tp.warm {
-		if jobs := tp.vjpJobs(out); len(jobs) > 1 {
-			_ = tp.e.parallel(jobs) // an error stays with its program, and the Backward below reports it
+	if !tp.dry && !tp.warm {
+		// Build every vector–Jacobian-product program Backward will run, in order, on a dry
+		// copy of the recorded calls (which values get cotangents, and where they are,
+		// follows from the calls alone), and compile them concurrently.
+		d := tp.Dry()
+		d.recs = tp.recs
+		d.backward(out)
+		if len(d.pending) > 0 {
+			_ = tp.e.parallel(d.pending) // an error stays with its program, and the backward below reports it
 		}
+	}
+	tp.backward(out)
+}
+
+func (tp *Tape) backward(out *Value) {
+	if tp.dry {
+		tp.ct[out] = ref{dry: true}
+	} else {
+		size := out.lay.nodes
+		for _, d := range out.batch {
+			size *= d
+		}
+		ones := make([]float64, size)
+		for i := range ones {
+			ones[i] = 1
+		}
+		t := NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
+		tp.owned = append(tp.owned, t)
+		tp.ct[out] = ref{t: t}
 	}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
 		c := tp.recs[i]
 		if c.marker != nil {
 			for _, v := range c.marker {
-				if v.grad && v.lay.nodes > 0 && tp.ct[v] == nil {
+				if v.grad && v.lay.nodes > 0 && !tp.ct[v].ok() {
 					tp.ct[v] = tp.zeros(v)
 				}
 			}
@@ -574,94 +625,92 @@ func vjpSpecOf(c *call, has func(*Value) bool) (*vjpSpec, bool) {
 	return v, true
 }
 
-// vjpKey names the program of call c's vector–Jacobian product v in the Engine.
-func (tp *Tape) vjpKey(c *call, v *vjpSpec) string {
-	var key strings.Builder
-	fmt.Fprintf(&key, "%s|T%d|dense%v|vjp%v%v%v", c.name, c.steps, c.dense, v.ctOut, v.gradIn, v.accIn)
-	tp.inputKey(&key, c)
-	return key.String()
-}
-
-// vjpProgram returns the (cached) program of call c's vector–Jacobian product v.
-func (tp *Tape) vjpProgram(c *call, v *vjpSpec, waits bool) *stageProg {
-	return tp.e.program(tp.vjpKey(c, v), waits, func(g *G.Graph) ([]*G.Node, []outGroup) {
-		b := newStageBuilder(g, c)
-		return b.vjp(v), nil
-	})
-}
-
-// vjpJobs returns a task for each vector–Jacobian-product program that Backward(out) will run
-// and the Engine has not compiled yet: the task builds (if no one has) and compiles it. Which values get
-// cotangents follows from the recorded calls alone (vjpSpecOf), so the programs are known
-// before any runs, and Backward compiles them concurrently.
-func (tp *Tape) vjpJobs(out *Value) []func() {
-	has := map[*Value]bool{out: true}
-	var jobs []func()
-	keys := map[string]bool{}
-	for i := len(tp.recs) - 1; i >= 0; i-- {
-		c := tp.recs[i]
-		if c.marker != nil {
-			for _, v := range c.marker {
-				if v.grad && v.lay.nodes > 0 {
-					has[v] = true
-				}
-			}
-			continue
-		}
-		v, ok := vjpSpecOf(c, func(x *Value) bool { return has[x] })
-		if !ok {
-			continue
-		}
-		for i, d := range v.gradIn {
-			if d {
-				for _, x := range c.group(i) {
-					has[x] = true
-				}
-			}
-		}
-		if k := tp.vjpKey(c, v); !keys[k] && !tp.e.compiled(k) {
-			keys[k] = true
-			jobs = append(jobs, func() { tp.e.compile(tp.vjpProgram(c, v, false), false) })
-		}
-	}
-	return jobs
-}
-
 // vjp runs the vector–Jacobian product of call c: the cotangents of its outputs (missing ones
 // as zeros within a group that has some) give, added to what they already hold, those of its
-// differentiated inputs.
+// differentiated inputs. On a dry tape it builds the program, queues its compile and gives the
+// inputs cotangents without numbers.
 func (tp *Tape) vjp(c *call) {
-	v, ok := vjpSpecOf(c, func(x *Value) bool { return tp.ct[x] != nil })
+	v, ok := vjpSpecOf(c, func(x *Value) bool { return tp.ct[x].ok() })
 	if !ok {
 		return
 	}
-	var cts, accs []*tensors.Tensor
+	plan := newArgPlan()
+	in := plan.inputs(c, c.stackOut)
+	saved := -1
+	if c.loop != nil {
+		plan.key.WriteString("saved,")
+		saved = plan.add(c.saved.t, append([]int{c.steps}, valueDims(c.shared[0])...))
+	}
+	seqOut := func(j int) bool { return c.stackOut && !(c.loop != nil && j == 0) }
+	cts := make([]groupSrc, len(c.outs))
+	for j := range cts {
+		cts[j].whole = -1
+	}
 	for j, o := range c.outs {
 		if v.ctOut[j] {
-			cts = tp.cotangents(cts, o)
+			cts[j] = plan.addGroup(o, tp.refs(o), seqOut(j))
 		}
 	}
+	plan.key.WriteString("|")
+	accs := make([]groupSrc, c.groups())
 	for i := range c.groups() {
+		accs[i].whole = -1
 		if v.accIn[i] {
-			accs = tp.cotangents(accs, c.group(i))
+			accs[i] = plan.addGroup(c.group(i), tp.refs(c.group(i)), c.stackOut && i < len(c.seqs))
 		}
 	}
-	prog := tp.vjpProgram(c, v, true)
-	out := tp.e.execute(prog, append(append(tp.inputTensors(c), cts...), accs...))
+	var key strings.Builder
+	fmt.Fprintf(&key, "%s|T%d|dense%v|stack%v|vjp%v%v%v|while%v", c.name, c.steps, c.dense, c.stackOut, v.ctOut, v.gradIn, v.accIn, c.loop != nil)
+	tp.inputKey(&key, c)
+	key.WriteString(plan.key.String())
+	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
+		b := newStageBuilder(g, c)
+		b.e, b.argDims, b.in0, b.cts, b.accs, b.saved = tp.e, plan.dims, in, cts, accs, saved
+		if c.loop != nil {
+			outs, rewrite := b.whileVJP(v)
+			return outs, nil, rewrite
+		}
+		b.args = b.params(plan.dims)
+		return b.vjp(v), nil, nil
+	})
+	var out []*tensors.Tensor
+	if tp.dry {
+		tp.queue(prog)
+	} else {
+		out = tp.e.execute(prog, plan.tensors)
+		tp.owned = append(tp.owned, out...)
+	}
 	k := 0
+	next := func() *tensors.Tensor {
+		if tp.dry {
+			return nil
+		}
+		k++
+		return out[k-1]
+	}
 	for i := range c.groups() {
 		if !v.gradIn[i] {
 			continue
 		}
-		for _, x := range c.group(i) {
-			if old := tp.ct[x]; old != nil {
-				tp.owned = append(tp.owned, old)
+		vals := c.group(i)
+		if i < len(c.seqs) && (c.stackOut || c.loop != nil) {
+			s := &stacked{t: next(), T: len(vals)}
+			for t, x := range vals {
+				tp.ct[x] = ref{s: s, row: t}
 			}
-			tp.ct[x] = out[k]
-			k++
+			continue
+		}
+		for _, x := range vals {
+			tp.ct[x] = ref{t: next(), dry: tp.dry}
 		}
 	}
-	for _, t := range cts {
-		tp.owned = append(tp.owned, t)
+}
+
+// refs returns where the cotangents of vals are, zeros where they have none.
+func (tp *Tape) refs(vals []*Value) []ref {
+	out := make([]ref, len(vals))
+	for t, x := range vals {
+		out[t] = tp.cotangent(x)
 	}
+	return out
 }

@@ -17,7 +17,7 @@ import (
 // give zeros). Dry suits Flows whose calls do not depend on the numbers (no Fetch between
 // stages), such as a likelihood.
 func (tp *Tape) Dry() *Tape {
-	return &Tape{e: tp.e, record: tp.record, fwd: tp.fwd, ct: map[*Value]*tensors.Tensor{}, dry: true, queued: map[*stageProg]bool{}}
+	return &Tape{e: tp.e, record: tp.record, fwd: tp.fwd, ct: map[*Value]ref{}, dry: true, queued: map[*stageProg]bool{}}
 }
 
 // Compile compiles, concurrently, the programs that a dry tape's Flow and Backward asked for
@@ -63,7 +63,7 @@ func (tp *Tape) Precompile(key string, flow func(dry *Tape)) error {
 
 // queue has a dry tape's Compile compile p.
 func (tp *Tape) queue(p *stageProg) {
-	if p.g != nil && !tp.queued[p] {
+	if p.g != nil && !tp.queued[p] && !p.compiled.Load() {
 		tp.queued[p] = true
 		tp.pending = append(tp.pending, func() { tp.e.compile(p, false) })
 	}
@@ -72,10 +72,17 @@ func (tp *Tape) queue(p *stageProg) {
 // dryOuts returns the (nil) tensors that a dry run of c gives for its program's output groups.
 func dryOuts(c *call, outs []outGroup, tangents bool) []*tensors.Tensor {
 	n := 0
-	for _, og := range outs {
-		if og.lay.nodes > 0 {
+	for j, og := range outs {
+		switch {
+		case og.lay.nodes == 0:
+		case c.loop != nil && j == 0, c.stackOut:
+			n++
+		default:
 			n += max(c.steps, 1)
 		}
+	}
+	if c.loop != nil && c.loop.save {
+		n++
 	}
 	if tangents {
 		n *= 2

@@ -31,7 +31,7 @@ func (e *Engine) NewForwardTape(p int) *Tape {
 	if p < 1 {
 		panic(fmt.Sprintf("graph: forward mode with %d directions", p))
 	}
-	return &Tape{e: e, fwd: p, ct: map[*Value]*tensors.Tensor{}}
+	return &Tape{e: e, fwd: p, ct: map[*Value]ref{}}
 }
 
 // seedTangents gives v, the forward tape's differentiated input, the unit tangents.
@@ -116,9 +116,10 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v|jvp%d%v", c.name, c.steps, c.dense, p, gradIn)
 	tp.inputKey(&key, c)
-	jp := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup) {
+	jp := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
 		b := newStageBuilder(g, c)
-		return b.jvp(p, gradIn)
+		outs, lays := b.jvp(p, gradIn)
+		return outs, lays, nil
 	})
 	var out []*tensors.Tensor
 	if tp.dry {

@@ -22,7 +22,7 @@ import (
 // is compiled by the first compile or execute of it, so that a dry run (Tape.Dry) can build
 // every program in order, each from the layouts of the last, and compile them concurrently.
 // waits says the caller waits for the build alone (not within a timed batch): stats.Waited.
-func (e *Engine) program(key string, waits bool, build func(g *G.Graph) ([]*G.Node, []outGroup)) *stageProg {
+func (e *Engine) program(key string, waits bool, build func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc)) *stageProg {
 	e.mu.Lock()
 	p, ok := e.progs[key]
 	if !ok {
@@ -38,8 +38,8 @@ func (e *Engine) program(key string, waits bool, build func(g *G.Graph) ([]*G.No
 		}()
 		t0 := time.Now()
 		g := G.NewGraph(e.backend, p.name)
-		outputs, outs := build(g)
-		p.outs = outs
+		outputs, outs, rewrite := build(g)
+		p.outs, p.rewrite = outs, rewrite
 		if len(outputs) == 0 { // every output is a constant: nothing to run
 			return
 		}
@@ -73,14 +73,17 @@ func (e *Engine) compile(p *stageProg, late bool) {
 			}
 		}()
 		t0 := time.Now()
-		if !CompilesSlowly(e.backend) && tapesEnabled() {
+		if !CompilesSlowly(e.backend) && tapesEnabled() && p.rewrite == nil {
 			params := make([]*G.Node, p.g.NumParameters())
 			for h := range params {
 				params[h] = p.g.GetParameterByHandle(G.ParameterHandle(h))
 			}
 			p.tape, _ = compileTape(p.g, params, p.outputs) // nil: simplego runs p.g
 		}
-		if p.tape == nil {
+		switch {
+		case p.rewrite != nil:
+			p.g.CompileRewritten(p.rewrite, p.outputs...)
+		case p.tape == nil:
 			p.g.Compile(p.outputs...)
 		}
 		e.mu.Lock()
@@ -171,6 +174,50 @@ type stageBuilder struct {
 	outs  [][]*G.Node // per output group: packed [K, (T,) batch...], nil if no nodes
 	lays  []outGroup  //
 	nextP int
+
+	// Where the parameters come from (argPlan; nil: one parameter per value, made as needed):
+	e       *Engine    // whose statistics count a while loop's step program
+	argDims [][]int    // the program's parameters' dimensions, in order
+	args    []*G.Node  // the program's parameters
+	saved   int        // a while loop's VJP: the saved carries' parameter
+	in0     []groupSrc // each input group's values
+	cts     []groupSrc // each output group's cotangents (vjp)
+	accs    []groupSrc // each input group's cotangents so far (vjp)
+}
+
+// params creates the program's parameters, of dimensions dims.
+func (b *stageBuilder) params(dims [][]int) []*G.Node {
+	out := make([]*G.Node, len(dims))
+	for k, d := range dims {
+		out[k] = b.param(d)
+	}
+	return out
+}
+
+// srcNode returns the node of a value of dimensions dims at s.
+func (b *stageBuilder) srcNode(s source, dims []int) *G.Node {
+	a := b.args[s.arg]
+	if s.row < 0 {
+		return a
+	}
+	return G.Reshape(G.Slice(a, G.AxisRange(), G.AxisRange(s.row, s.row+1)), dims...)
+}
+
+// seqNode returns the values of a sequence at gs, each of dimensions dims ([K, batch...]), as
+// one node [K, T, batch...].
+func (b *stageBuilder) seqNode(gs groupSrc, dims []int) *G.Node {
+	if gs.whole >= 0 {
+		a := b.args[gs.whole]
+		if gs.from == 0 && a.Shape().Dimensions[seqAxis] == gs.n {
+			return a
+		}
+		return G.Slice(a, G.AxisRange(), G.AxisRange(gs.from, gs.from+gs.n))
+	}
+	ns := make([]*G.Node, len(gs.srcs))
+	for t, s := range gs.srcs {
+		ns[t] = b.srcNode(s, dims)
+	}
+	return G.Stack(ns, seqAxis)
 }
 
 func newStageBuilder(g *G.Graph, c *call) *stageBuilder {
@@ -211,16 +258,24 @@ func (b *stageBuilder) unpack() {
 		var packed *G.Node
 		var entryDims []int
 		if v0.lay.nodes > 0 {
-			ps := make([]*G.Node, len(vals))
-			for t := range vals {
-				ps[t] = b.param(append([]int{v0.lay.nodes}, v0.batch...))
-			}
-			if i < len(c.seqs) {
-				packed = G.Stack(ps, 1) // [K, T, batch...]
-				entryDims = append([]int{c.steps}, v0.batch...)
-			} else {
+			switch {
+			case b.in0 != nil && i < len(c.seqs):
+				packed = b.seqNode(b.in0[i], valueDims(v0)) // [K, T, batch...]
+			case b.in0 != nil:
+				packed = b.srcNode(b.in0[i].srcs[0], valueDims(v0))
+			default:
+				ps := make([]*G.Node, len(vals))
+				for t := range vals {
+					ps[t] = b.param(append([]int{v0.lay.nodes}, v0.batch...))
+				}
 				packed = ps[0]
-				entryDims = b.padded(v0.batch)
+				if i < len(c.seqs) {
+					packed = G.Stack(ps, 1) // [K, T, batch...]
+				}
+			}
+			entryDims = b.padded(v0.batch)
+			if i < len(c.seqs) {
+				entryDims = append([]int{c.steps}, v0.batch...)
 			}
 		}
 		k := 0
@@ -304,6 +359,10 @@ func (b *stageBuilder) forward() ([]*G.Node, []outGroup) {
 	var out []*G.Node
 	for _, o := range b.outs {
 		for _, p := range o {
+			if b.c.stackOut {
+				out = append(out, p) // [K, T, batch...]
+				continue
+			}
 			out = append(out, b.split(p)...)
 		}
 	}
@@ -319,13 +378,22 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 			continue
 		}
 		lay := b.lays[j]
-		cts := make([]*G.Node, max(b.c.steps, 1))
-		for t := range cts {
-			cts[t] = b.param(append([]int{lay.lay.nodes}, lay.batch...))
-		}
-		ct := cts[0]
-		if b.c.steps > 0 {
-			ct = G.Stack(cts, 1)
+		dims := append([]int{lay.lay.nodes}, lay.batch...)
+		var ct *G.Node
+		switch {
+		case b.cts != nil && b.c.steps > 0:
+			ct = b.seqNode(b.cts[j], dims)
+		case b.cts != nil:
+			ct = b.srcNode(b.cts[j].srcs[0], dims)
+		default:
+			cts := make([]*G.Node, max(b.c.steps, 1))
+			for t := range cts {
+				cts[t] = b.param(dims)
+			}
+			ct = cts[0]
+			if b.c.steps > 0 {
+				ct = G.Stack(cts, 1)
+			}
 		}
 		term := G.ReduceAllSum(G.Mul(o[0], ct))
 		if loss == nil {
@@ -359,6 +427,15 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 			}
 			packed = G.Stack(gs, 0) // a shared input: one cotangent, not one per step
 		}
+		dims := valueDims(v0)
+		if i < len(b.c.seqs) && b.c.stackOut {
+			s := packed // [K, T, batch...]
+			if v.accIn[i] {
+				s = G.Add(s, b.seqNode(b.accs[i], dims))
+			}
+			out = append(out, s)
+			continue
+		}
 		var parts []*G.Node
 		if i < len(b.c.seqs) {
 			parts = b.split(packed)
@@ -367,7 +444,11 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 		}
 		if v.accIn[i] {
 			for t := range parts {
-				parts[t] = G.Add(parts[t], b.param(parts[t].Shape().Dimensions))
+				if b.accs != nil {
+					parts[t] = G.Add(parts[t], b.srcNode(b.accs[i].srcs[t], dims))
+				} else {
+					parts[t] = G.Add(parts[t], b.param(parts[t].Shape().Dimensions))
+				}
 			}
 		}
 		out = append(out, parts...)

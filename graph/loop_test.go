@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -222,4 +223,53 @@ func TestScanBlocksEqualSteps(t *testing.T) {
 			assert.Equal(t, oneCalls-2*perStep*(T-blocks), calls, "k=%d forward=%v", k, fwd)
 		}
 	}
+}
+
+// TestWhileLoopsEqualSteps checks recursions run as while loops (Engine.SetWhileLoops, on XLA's
+// CPU plugin) against one step per call on the Go backend: a step map, a recursion forward and
+// one in reverse, values and gradients, compiled by a dry run, each recursion two calls
+// whatever T. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
+func TestWhileLoopsEqualSteps(t *testing.T) {
+	if _, err := FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	bx, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	bg, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	const B = 3
+	ab := []float64{0.7, 0.8, 0.9, -0.3, -0.2, 0.1}
+	eval := func(e *Engine, T int) (val, grad []float64, calls int) {
+		x := make([]float64, T*B)
+		for i := range x {
+			x[i] = 0.25 * float64(i%5)
+		}
+		flow := func(tp *Tape) *Value {
+			return flowProgram(tp, tp.Input(ab, 2, []int{B}, true), tp.Series(x, T, 1, []int{B}, false))
+		}
+		tp := e.NewTape(true)
+		defer tp.Release()
+		require.NoError(t, tp.Precompile(fmt.Sprint(T), func(dry *Tape) { dry.Backward(flow(dry)) }))
+		abv := tp.Input(ab, 2, []int{B}, true)
+		out := flowProgram(tp, abv, tp.Series(x, T, 1, []int{B}, false))
+		val = tp.Fetch(out)
+		tp.Backward(out)
+		return val, tp.Grad(abv), e.Calls()
+	}
+	for _, T := range []int{7, 12} {
+		wantVal, wantGrad, stepCalls := eval(NewEngine(bg), T)
+		e := NewEngine(bx)
+		e.SetWhileLoops(true)
+		require.True(t, e.WhileLoops())
+		val, grad, calls := eval(e, T)
+		assert.InDeltaSlice(t, wantVal, val, 1e-13, "T=%d", T)
+		assert.InDeltaSlice(t, wantGrad, grad, 1e-13, "T=%d", T)
+		assert.Zero(t, e.Stats().Late, "the dry run compiled every program")
+		// Two recursions of T steps: 2T calls forward and 2T VJPs with one step per call, 2
+		// and 2 as while loops.
+		assert.Equal(t, stepCalls-4*T+4, calls, "T=%d", T)
+	}
+	e := NewEngine(bg)
+	e.SetWhileLoops(true)
+	assert.False(t, e.WhileLoops(), "the Go backend runs no while loops")
 }

@@ -26,18 +26,24 @@ type dataTensors struct {
 	X, running, ends, nominal []*tensors.Tensor
 	mask                      *tensors.Tensor
 	cols                      int
+	// stacked: each series is one tensor [k, steps, batch...] (graph.StackSeries), for
+	// engines that run while loops; otherwise a tensor per step.
+	stacked bool
 }
 
 // tensors returns the looped form's inputs of d (n states) and a function that frees them
 // when the evaluation is done: a kept chunk's (Batching.Keep) are made on first use and live
 // as long as its entry (release), so the function does nothing for them.
-func (d *Data) tensors(n int) (*dataTensors, func()) {
+func (d *Data) tensors(n int, stacked bool) (*dataTensors, func()) {
 	if d.kept == nil {
-		k := &dataTensors{}
+		k := &dataTensors{stacked: stacked}
 		k.make(d, n)
 		return k, k.release
 	}
-	d.kept.once.Do(func() { d.kept.make(d, n) })
+	d.kept.once.Do(func() { d.kept.stacked = stacked; d.kept.make(d, n) })
+	if d.kept.stacked != stacked {
+		panic("likelihood: kept data asked for in two layouts")
+	}
 	return d.kept, func() {}
 }
 
@@ -45,6 +51,9 @@ func (d *Data) tensors(n int) (*dataTensors, func()) {
 func (k *dataTensors) make(d *Data, n int) {
 	T, P, N := d.Steps, d.Rows, d.Trials
 	series := func(data []float64, steps, size int, dims ...int) []*tensors.Tensor {
+		if k.stacked {
+			return []*tensors.Tensor{graph.StackSeries(data, steps, dims[0], dims[1:]...)}
+		}
 		out := make([]*tensors.Tensor, steps)
 		for t := range out {
 			out[t] = graph.NewTensor(data[t*size:(t+1)*size], dims...)

@@ -142,7 +142,9 @@ type Options struct {
 	ForwardGradient bool
 	// StepsPerCall runs StepsPerCall steps of each recursion of the looped form in one program
 	// call (graph.Engine.SetStepsPerCall): fewer calls, larger programs to compile. 0 picks by
-	// backend (DefaultStepsPerCall).
+	// backend (DefaultStepsPerCall). WholeRecursion runs each recursion in one call: on XLA a
+	// while loop over the program of one step (graph.Engine.SetWhileLoops), which compiles
+	// like one step; elsewhere a block of all its steps.
 	StepsPerCall int
 }
 
@@ -199,8 +201,8 @@ func (o Options) withDefaults(spec models.Spec) (Options, error) {
 		return o, fmt.Errorf("the MCE baseline needs a temperature > 0")
 	case o.Form != FormAuto && o.Form != "auto" && o.Form != FormUnrolled && o.Form != FormLooped:
 		return o, fmt.Errorf("unknown form %q: use auto, unrolled or looped", o.Form)
-	case o.StepsPerCall < 0:
-		return o, fmt.Errorf("steps per call must be >= 0 (0: by backend), got %d", o.StepsPerCall)
+	case o.StepsPerCall < 0 && o.StepsPerCall != WholeRecursion:
+		return o, fmt.Errorf("steps per call must be >= 0 (0: by backend) or %d (the whole recursion), got %d", WholeRecursion, o.StepsPerCall)
 	case o.Prior != nil && len(o.Prior) != len(spec.States):
 		return o, fmt.Errorf("prior covariance must be %d×%d", len(spec.States), len(spec.States))
 	}
@@ -245,6 +247,14 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 	k := opts.StepsPerCall
 	if k == 0 {
 		k = DefaultStepsPerCall(b)
+	}
+	if k == WholeRecursion {
+		// Forward mode has no while loops: its recursions run a step a call.
+		e.engine.SetWhileLoops(!opts.ForwardGradient)
+		k = math.MaxInt32
+		if opts.ForwardGradient && graph.BuildsStableHLO(b) {
+			k = 1
+		}
 	}
 	e.engine.SetStepsPerCall(k)
 	return e, nil

@@ -41,15 +41,18 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 			theta := withTemperature(m.Spec(), opts)
 			th2 := append([]float64(nil), theta...)
 			th2[0] += 0.2
-			var calls [4]int
-			var lls [4][]float64
-			var grads [4][][]float64
-			for i, form := range []Form{FormUnrolled, FormLooped, FormLooped, FormLooped} {
+			var calls [5]int
+			var lls [5][]float64
+			var grads [5][][]float64
+			for i, form := range []Form{FormUnrolled, FormLooped, FormLooped, FormLooped, FormLooped} {
 				o := opts
 				o.Form = form
 				o.ForwardGradient = i == 2
-				if i == 3 {
+				switch i {
+				case 3:
 					o.StepsPerCall = 4 // a block of 4 steps and one of the rest
+				case 4:
+					o.StepsPerCall = WholeRecursion // a while loop on XLA, a block of every step elsewhere
 				}
 				e, err := New(m, b, o)
 				require.NoError(t, err)
@@ -63,9 +66,10 @@ func assertFormsAgree(t *testing.T, backend string, tasks []string, steps int) {
 				}
 			}
 			assert.Less(t, calls[3], calls[1], "%s %+v: blocks of steps take fewer calls", name, opts)
+			assert.Less(t, calls[4], calls[3], "%s %+v: whole recursions take fewer calls still", name, opts)
 			for r := range 2 {
 				require.False(t, math.IsInf(lls[0][r], 0), "%s %+v: not finite", name, opts)
-				for i, mode := range []string{"", "looped, reverse mode", "looped, forward mode", "looped, 4 steps per call"} {
+				for i, mode := range []string{"", "looped, reverse mode", "looped, forward mode", "looped, 4 steps per call", "looped, whole recursions"} {
 					if i == 0 {
 						continue
 					}
@@ -87,39 +91,61 @@ func TestLoopedEqualsUnrolled(t *testing.T) {
 	assertFormsAgree(t, graph.BackendGo, []string{"reaching", "navigation", "pendulum", "cartpole", "lightdark", "linear"}, 6)
 }
 
-// TestLoopedEvalRowsConcurrent evaluates rows in concurrent chunks of two shapes in the looped
-// form (each shape's first evaluation compiling its programs in a dry run, possibly at the
-// same time as the other's) and checks the values and gradients against one evaluation of all
-// rows, and that no program was compiled outside a dry run. Run it with -race too.
-func TestLoopedEvalRowsConcurrent(t *testing.T) {
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
-	m, err := models.Get("pendulum")
-	require.NoError(t, err)
-	natural, _ := testTheta(m.Spec())
-	trials := simulateTrials(t, m, control.ObservePartial, natural, 3, 6, 2)
-	opts := Options{Form: FormLooped}
-	theta := withTemperature(m.Spec(), opts)
-	rows := make([][][][]float64, 9)
-	thetas := make([][]float64, 9)
-	for i := range rows {
-		rows[i], thetas[i] = trials, append([]float64(nil), theta...)
-		thetas[i][0] += 0.05 * float64(i)
+// TestWhileLoopsEqualUnrolled checks the while-loop form on XLA's CPU plugin (each recursion
+// one program, its sequences stacked: StepsPerCall WholeRecursion) against the Go backend's
+// unrolled graph on every task, for the data, iLQG and fitted-temperature configurations, and
+// that it takes far fewer calls than one step per call. It runs where a plugin is installed
+// (make xla-cpu) and is skipped otherwise.
+func TestWhileLoopsEqualUnrolled(t *testing.T) {
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
 	}
-	e, err := New(m, b, opts)
+	bx, err := graph.NewBackend(graph.BackendXLA)
 	require.NoError(t, err)
-	ll, grad, err := e.EvalRows(rows, thetas, Batching{MaxBatch: 6}) // chunks of 2 rows and 1
+	bg, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
-	assert.Zero(t, e.engine.Stats().Late)
-
-	whole, err := New(m, b, opts)
-	require.NoError(t, err)
-	d, err := whole.Prepare(rows, 0)
-	require.NoError(t, err)
-	wantLL, wantGrad, err := whole.Eval(d, thetas)
-	require.NoError(t, err)
-	for i := range rows {
-		assert.InEpsilon(t, wantLL[i], ll[i], 1e-12, "row %d", i)
-		assert.InDeltaSlice(t, wantGrad[i], grad[i], 1e-9, "row %d", i)
+	configs := []Options{loopConfigs[0], loopConfigs[1], loopConfigs[4], loopConfigs[5], loopConfigs[8]}
+	for _, name := range []string{"reaching", "cartpole", "lightdark"} {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		natural, _ := testTheta(m.Spec())
+		const T = 6
+		trials := simulateTrials(t, m, control.ObservePartial, natural, 3, T, 2)
+		for _, opts := range configs {
+			if name != "reaching" && opts.Linearize == LinearizeILQG {
+				continue // the solver's flows: reaching's is enough
+			}
+			theta := withTemperature(m.Spec(), opts)
+			th2 := append([]float64(nil), theta...)
+			th2[0] += 0.2
+			var lls [2][]float64
+			var grads [2][][]float64
+			for i := range 2 {
+				o := opts
+				b := bg
+				o.Form = FormUnrolled
+				if i == 1 {
+					b, o.Form, o.StepsPerCall = bx, FormLooped, WholeRecursion
+				}
+				e, err := New(m, b, o)
+				require.NoError(t, err)
+				d, err := e.Prepare([][][][]float64{trials, trials[:2]}, 3)
+				require.NoError(t, err)
+				lls[i], grads[i], err = e.Eval(d, [][]float64{theta, th2})
+				require.NoError(t, err, "%s %+v", name, opts)
+				if i == 1 {
+					assert.Zero(t, e.engine.Stats().Late, "%s %+v: the dry run compiled every program", name, opts)
+					// Each recursion and stage is one call and its VJP one: 42 calls for
+					// reaching with one step per call.
+					assert.LessOrEqual(t, e.engine.Calls(), 30, "%s %+v: few calls", name, opts)
+				}
+			}
+			for r := range 2 {
+				assert.InEpsilon(t, lls[0][r], lls[1][r], 1e-9, "%s %+v row %d", name, opts, r)
+				for j := range grads[0][r] {
+					assert.InDelta(t, grads[0][r][j], grads[1][r][j], 1e-9*math.Max(1, math.Abs(grads[0][r][j])), "%s %+v row %d grad %d", name, opts, r, j)
+				}
+			}
+		}
 	}
 }

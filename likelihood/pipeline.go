@@ -326,7 +326,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 			err = fmt.Errorf("evaluating %s: %v", e.spec.Name, r)
 		}
 	}()
-	data, release := d.tensors(len(e.spec.States))
+	data, release := d.tensors(len(e.spec.States), e.engine.WhileLoops())
 	defer release()
 	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
@@ -361,9 +361,12 @@ func (e *Evaluator) loopedInputs(tp *graph.Tape, data *dataTensors, d *Data, fla
 		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)
 		in.Lprev = tp.Series(nominal.Gain, T, k*n, one, false)
 	}
-	borrow := func(ts []*tensors.Tensor, k, cols int) []*graph.Value {
+	borrow := func(ts []*tensors.Tensor, steps, k, cols int) []*graph.Value {
 		if ts == nil {
 			return nil
+		}
+		if data.stacked {
+			return tp.BorrowSeries(ts[0], steps, k, []int{P, cols})
 		}
 		out := make([]*graph.Value, len(ts))
 		for t, x := range ts {
@@ -371,9 +374,9 @@ func (e *Evaluator) loopedInputs(tp *graph.Tape, data *dataTensors, d *Data, fla
 		}
 		return out
 	}
-	in.X, in.mask = borrow(data.X, n, N), tp.Borrow(data.mask, 1, []int{P, N})
-	in.running, in.ends = borrow(data.running, 1, N), borrow(data.ends, 1, N)
-	in.nominal = borrow(data.nominal, n, data.cols)
+	in.X, in.mask = borrow(data.X, T+1, n, N), tp.Borrow(data.mask, 1, []int{P, N})
+	in.running, in.ends = borrow(data.running, T, 1, N), borrow(data.ends, T, 1, N)
+	in.nominal = borrow(data.nominal, T+1, n, data.cols)
 	return in
 }
 

@@ -18,9 +18,10 @@
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
 #   bench/gpu/run.sh sample    posterior sampler speed, one pendulum subject
-#   bench/gpu/run.sh blocks    reaching and cart-pole with 1, 2, 5, 10 and 25 steps per program
-#                              call (STEPS): compile time, calls and time per evaluation, to pick
-#                              likelihood.DefaultStepsPerCall for CUDA
+#   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
+#                              recursion as one while loop (STEPS, default 1,all; numbers are
+#                              blocks of steps): compile time, calls and time per evaluation, to
+#                              check likelihood.DefaultStepsPerCall (all) for CUDA
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
 #                              names a checkout of RothkopfLab/nioc-neurips, jaxopt importable)
@@ -112,7 +113,7 @@ out=$OUT/$step.md
 		bin/bench-sample -tasks pendulum -subjects 1
 		;;
 	blocks)
-		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,2,5,10,25}" -fits=false -xla off
+		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off
 		;;
 	jax)
 		ref=${REF:?bench/gpu/run.sh jax: set REF to a checkout of RothkopfLab/nioc-neurips}

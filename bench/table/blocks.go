@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/bench"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -48,7 +49,14 @@ func compareBlocks(b backends.Backend, tasks string, ks []int) {
 				}
 				diff = fmt.Sprintf("%.1e", d)
 			}
-			fmt.Printf("| %s | %d | %d | %d | %d | %.1f s | %d | %.4f s | %.4f s | %s |\n", name, len(trials[0])-1, k, e1.Builds, max(e1.Nodes, e50.Nodes),
+			ks := fmt.Sprint(k)
+			if k == likelihood.WholeRecursion {
+				ks = "all"
+				if graph.BuildsStableHLO(b) {
+					ks = "all (while loop)"
+				}
+			}
+			fmt.Printf("| %s | %d | %s | %d | %d | %.1f s | %d | %.4f s | %.4f s | %s |\n", name, len(trials[0])-1, ks, e1.Builds, max(e1.Nodes, e50.Nodes),
 				e1.Build.Seconds(), e1.Calls, e1.PerEval.Seconds(), e50.PerEval.Seconds(), diff)
 		}
 	}

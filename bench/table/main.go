@@ -40,7 +40,7 @@ func main() {
 	stages := flag.String("stages", "", "tasks whose likelihood graph to break down by stage, default and paper's likelihood (e.g. pendulum,navigation); none by default")
 	forwardSmall := flag.Bool("forward-1", true, "-forward: also measure 1 parameter vector × 50 trials (each batch size compiles its own programs: false saves a GPU's minutes)")
 	blocks := flag.String("blocks", "", "tasks on which to measure the looped form with -steps steps per program call (e.g. reaching,cartpole); none by default")
-	steps := flag.String("steps", "1,2,5,10", "-blocks: the steps per call to measure, ascending, 1 first (the reference)")
+	steps := flag.String("steps", "1,2,5,10", "-blocks: the steps per call to measure, 1 first (the reference); \"all\" runs each recursion in one call (a while loop on XLA)")
 	flag.Parse()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
@@ -52,7 +52,7 @@ func main() {
 		compareModes(b, *forward, *forwardSmall)
 	}
 	if *blocks != "" {
-		compareBlocks(b, *blocks, parseInts(*steps))
+		compareBlocks(b, *blocks, parseSteps(*steps))
 	}
 	if *stages != "" {
 		compareStages(b, *stages)
@@ -221,6 +221,19 @@ func names(list string) []string {
 }
 
 // parseInts parses a comma-separated list of positive integers.
+// parseSteps parses -steps: positive integers, or "all" (likelihood.WholeRecursion).
+func parseSteps(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if strings.TrimSpace(f) == "all" {
+			out = append(out, likelihood.WholeRecursion)
+			continue
+		}
+		out = append(out, parseInts(f)...)
+	}
+	return out
+}
+
 func parseInts(list string) []int {
 	var out []int
 	for _, f := range strings.Split(list, ",") {

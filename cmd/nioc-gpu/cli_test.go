@@ -322,6 +322,8 @@ func TestCLIFlagValues(t *testing.T) {
 		{"duration", []string{"fit", "--checkpoint-every", "60"}, `--checkpoint-every must be a duration such as 90s, 5m or 1h30m, got "60"`},
 		{"boolean", []string{"plot", "--force=often"}, `--force must be true or false, got "often"`},
 		{"a flag's own value", []string{"fit", "--temperature", "hot"}, `--temperature: want fit, task or a finite number >= 0, got "hot"`},
+		{"steps per call", []string{"loglik", "--task", "pendulum", "--data", "x.csv", "--steps-per-call", "-1"}, `--steps-per-call must be a number >= 0 (0: by backend) or all, got "-1"`},
+		{"steps per call a word", []string{"fit", "--task", "pendulum", "--data", "x.csv", "--out", "r.jsonl", "--steps-per-call", "many"}, `--steps-per-call must be a number >= 0 (0: by backend) or all, got "many"`},
 		{"no value", []string{"fit", "--seed"}, "flag needs an argument: -seed"},
 		{"unknown flag", []string{"grid", "--seeds", "1"}, "flag provided but not defined: -seeds"},
 	} {

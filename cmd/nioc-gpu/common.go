@@ -31,7 +31,7 @@ type taskFlags struct {
 	firstOrderNoise, ignoreGaps, nominalFilter, rawAngles bool
 	beliefPrior                                           beliefPriorFlag
 	jitter                                                float64
-	stepsPerCall                                          int
+	stepsPerCall                                          string
 }
 
 // beliefPriorFlag is --belief-prior: a variance (the same in every state coordinate, no
@@ -186,7 +186,7 @@ func (tf *taskFlags) register(fs *flag.FlagSet, withMethod bool) {
 		fs.StringVar(&tf.linearize, "linearize", "", "where the likelihood linearizes, `data|mean|ilqg`: around each observed trajectory (data), around the mean of a subject's trajectories (mean), or around the iLQG solution for each θ (ilqg); default: the task's (data unless the task says otherwise: see nioc-gpu tasks)")
 		fs.Var(&tf.temperature, "temperature", "maximum-causal-entropy policy-noise temperature `fit|task|τ` of the agent the likelihood assumes: fit (a nuisance parameter named temperature, fitted with the others), task (the task's, paper Table 1) or a number (0: no policy noise); default: fit for --method ours, task for the baseline")
 		fs.StringVar(&tf.form, "form", "auto", "how recursions over time run, `unrolled|looped|auto`: unrolled into one graph, looped over one compiled step, or auto (looped on xla, unrolled on go)")
-		fs.IntVar(&tf.stepsPerCall, "steps-per-call", 0, "time steps each compiled program of the looped form runs (`N`): fewer program calls per evaluation, larger programs to compile; 0 picks by backend (1: on 2 CPU cores larger blocks only compile longer, docs/backends.md \"Steps per call\")")
+		fs.StringVar(&tf.stepsPerCall, "steps-per-call", "0", "time steps each compiled program of the looped form runs (`N|all`): fewer program calls per evaluation; N > 1 steps make programs N times larger to compile; all runs each recursion in one call (on xla a while loop over one step's program); 0 picks by backend (docs/backends.md \"Steps per call\")")
 		fs.BoolVar(&tf.firstOrderNoise, "first-order-noise", false, "linearize in all noises jointly as the paper and its reference code do (drops the variance of products of noises; see docs/method.md)")
 		fs.BoolVar(&tf.ignoreGaps, "ignore-gaps", false, "linearize at data as if they were a rollout of the model, as the paper and its reference code do (biases the estimates; see docs/method.md)")
 		fs.BoolVar(&tf.nominalFilter, "nominal-filter", false, "give the agent the Kalman gains along the linearization, as the paper and its reference code do, instead of tracking its own EKF through the forward pass (biases the estimates on partially observable tasks; see docs/method.md)")
@@ -309,10 +309,9 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 		return o, usagef("unknown --form %q: use auto, unrolled or looped", tf.form)
 	}
 	o.Form = likelihood.Form(tf.form)
-	if tf.stepsPerCall < 0 {
-		return o, usagef("--steps-per-call must be >= 0 (0: by backend), got %d", tf.stepsPerCall)
+	if o.StepsPerCall, err = parseStepsPerCall(tf.stepsPerCall); err != nil {
+		return o, err
 	}
-	o.StepsPerCall = tf.stepsPerCall
 	switch t := tf.temperature; {
 	case t.fit, !t.set && o.Method == likelihood.Ours:
 		// Fitted by default: an agent's policy noise is not known, and a wrong fixed τ biases
@@ -599,4 +598,16 @@ func parseLinearize(s string) (likelihood.Linearization, error) {
 		return "", usagef("unknown --linearize %q: use %s", s, strings.Join(names, ", "))
 	}
 	return l, nil
+}
+
+// parseStepsPerCall parses --steps-per-call: a number >= 0, or all (likelihood.WholeRecursion).
+func parseStepsPerCall(s string) (int, error) {
+	if s == "all" {
+		return likelihood.WholeRecursion, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 0 {
+		return 0, usagef("--steps-per-call must be a number >= 0 (0: by backend) or all, got %q", s)
+	}
+	return k, nil
 }
