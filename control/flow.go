@@ -175,6 +175,13 @@ func (lin *Linearized) nextSteps(f graph.Flow) []*graph.Value {
 	return append(slices.Clone(lin.Steps[1:]), last)
 }
 
+// restartValue returns a copy of a backward pass's first carry, the value a trial that ends
+// early restarts the recursion from: a parameter of the recursion, which a looped step cannot
+// take as well as its carry (the same differentiated value twice).
+func restartValue(f graph.Flow, init *graph.Value) *graph.Value {
+	return f.Map("backward_restart", func(in [][]graph.S) [][]graph.S { return in }, init)[0]
+}
+
 // BackwardPassFlow is BackwardPass run by a Flow: the gains (L_t, l_t, H̃_t, flat) per step.
 func BackwardPassFlow(f graph.Flow, lin *Linearized, eps float64) []*graph.Value {
 	s := lin.s
@@ -185,7 +192,7 @@ func BackwardPassFlow(f graph.Flow, lin *Linearized, eps float64) []*graph.Value
 	}, lin.Final)[0]
 	var params []*graph.Value
 	if lin.Ends != nil {
-		params = []*graph.Value{init}
+		params = []*graph.Value{restartValue(f, init)}
 	}
 	seqs, gap, end := backwardSeqs(lin, lin.Steps)
 	_, gains := f.Scan("backward", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
@@ -217,7 +224,7 @@ func BackwardPassPartialFlow(f graph.Flow, lin *Linearized, K []*graph.Value, ep
 	}, lin.Final)[0]
 	var params []*graph.Value
 	if lin.Ends != nil {
-		params = []*graph.Value{init}
+		params = []*graph.Value{restartValue(f, init)}
 	}
 	seqs := [][]*graph.Value{lin.Steps, K}
 	seeFirst := lin.seesFirst()

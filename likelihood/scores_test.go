@@ -122,3 +122,39 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 	_, ok := em.scoreShape(&Data{Steps: 20})
 	assert.False(t, ok, "LinearizeMean scores keep the whole set's nominal: no reuse")
 }
+
+// TestTrialScoresLoopedTrialHorizon: on a task whose horizon is each trial's (reaching, whose
+// backward pass restarts where a trial ends), the looped form's trial scores, in rows of one
+// trial and in a compiled shape, equal the unrolled graph's. The restart value was once both
+// the backward recursion's carry and its parameter, which a looped step cannot take: the
+// looped scores failed, and an XLA fit's robust intervals fell back to the Hessian's.
+func TestTrialScoresLoopedTrialHorizon(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("reaching")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 5, 12, 4)
+	opts := Options{Form: FormUnrolled, FitTemperature: true}
+	theta := withTemperature(m.Spec(), opts)
+	unrolled, err := New(m, b, opts)
+	require.NoError(t, err)
+	wantLL, wantGrad, err := unrolled.TrialScores(trials, theta)
+	require.NoError(t, err)
+
+	opts.Form = FormLooped
+	for _, compiled := range []bool{false, true} {
+		e, err := New(m, b, opts)
+		require.NoError(t, err)
+		if compiled {
+			_, _, err = e.EvalRows([][][][]float64{trials[:3], trials[2:]}, [][]float64{theta, theta}, Batching{})
+			require.NoError(t, err)
+		}
+		ll, grad, err := e.TrialScores(trials, theta)
+		require.NoError(t, err, "compiled shape %v", compiled)
+		assert.InDeltaSlice(t, wantLL, ll, 1e-9*math.Abs(wantLL[0]))
+		for r := range grad {
+			assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-8, "trial %d", r)
+		}
+	}
+}
