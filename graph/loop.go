@@ -495,18 +495,6 @@ func (tp *Tape) inputKey(key *strings.Builder, c *call) {
 	}
 }
 
-func (tp *Tape) inputTensors(c *call) []*tensors.Tensor {
-	var in []*tensors.Tensor
-	for i := range c.groups() {
-		for _, v := range c.group(i) {
-			if v.lay.nodes > 0 {
-				in = append(in, v.t)
-			}
-		}
-	}
-	return in
-}
-
 // cotangent returns where the cotangent of v is, zeros where it has none.
 func (tp *Tape) cotangent(v *Value) ref {
 	if r := tp.ct[v]; r.ok() {

@@ -116,8 +116,11 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 	var key strings.Builder
 	fmt.Fprintf(&key, "%s|T%d|dense%v|jvp%d%v", c.name, c.steps, c.dense, p, gradIn)
 	tp.inputKey(&key, c)
+	plan := newArgPlan()
+	src := plan.inputs(c, false)
 	jp := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
 		b := newStageBuilder(g, c)
+		b.in0, b.args = src, b.params(plan.dims)
 		outs, lays := b.jvp(p, gradIn)
 		return outs, lays, nil
 	})
@@ -126,7 +129,7 @@ func (tp *Tape) runForward(c *call, gradIn []bool) {
 		tp.queue(jp)
 		out = dryOuts(c, jp.outs, true)
 	} else {
-		in := tp.inputTensors(c)
+		in := plan.tensors
 		for i := range c.groups() {
 			if gradIn[i] {
 				for _, v := range c.group(i) {

@@ -117,6 +117,12 @@ func (p *argPlan) seq(rs []ref, dims []int) groupSrc {
 	return groupSrc{srcs: srcs, whole: -1, n: len(rs)}
 }
 
+// plain adds a parameter of dimensions dims for one value and returns its group's source.
+func (p *argPlan) plain(dims []int) groupSrc {
+	p.key.WriteString("p,")
+	return groupSrc{srcs: []source{{arg: p.add(nil, dims), row: -1}}, whole: -1, n: 1}
+}
+
 // groupSrc says where a program finds the values of one group: whole >= 0 is the parameter of
 // a stacked tensor whose rows from, from+1, … hold the n values in order; otherwise srcs, a
 // source per value.

@@ -175,7 +175,7 @@ type stageBuilder struct {
 	lays  []outGroup  //
 	nextP int
 
-	// Where the parameters come from (argPlan; nil: one parameter per value, made as needed):
+	// The program's parameters (argPlan) and where each value is among them:
 	e       *Engine    // whose statistics count a while loop's step program
 	argDims [][]int    // the program's parameters' dimensions, in order
 	args    []*G.Node  // the program's parameters
@@ -258,20 +258,10 @@ func (b *stageBuilder) unpack() {
 		var packed *G.Node
 		var entryDims []int
 		if v0.lay.nodes > 0 {
-			switch {
-			case b.in0 != nil && i < len(c.seqs):
+			if i < len(c.seqs) {
 				packed = b.seqNode(b.in0[i], valueDims(v0)) // [K, T, batch...]
-			case b.in0 != nil:
+			} else {
 				packed = b.srcNode(b.in0[i].srcs[0], valueDims(v0))
-			default:
-				ps := make([]*G.Node, len(vals))
-				for t := range vals {
-					ps[t] = b.param(append([]int{v0.lay.nodes}, v0.batch...))
-				}
-				packed = ps[0]
-				if i < len(c.seqs) {
-					packed = G.Stack(ps, 1) // [K, T, batch...]
-				}
 			}
 			entryDims = b.padded(v0.batch)
 			if i < len(c.seqs) {
@@ -380,20 +370,10 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 		lay := b.lays[j]
 		dims := append([]int{lay.lay.nodes}, lay.batch...)
 		var ct *G.Node
-		switch {
-		case b.cts != nil && b.c.steps > 0:
+		if b.c.steps > 0 {
 			ct = b.seqNode(b.cts[j], dims)
-		case b.cts != nil:
+		} else {
 			ct = b.srcNode(b.cts[j].srcs[0], dims)
-		default:
-			cts := make([]*G.Node, max(b.c.steps, 1))
-			for t := range cts {
-				cts[t] = b.param(dims)
-			}
-			ct = cts[0]
-			if b.c.steps > 0 {
-				ct = G.Stack(cts, 1)
-			}
 		}
 		term := G.ReduceAllSum(G.Mul(o[0], ct))
 		if loss == nil {
@@ -444,11 +424,7 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 		}
 		if v.accIn[i] {
 			for t := range parts {
-				if b.accs != nil {
-					parts[t] = G.Add(parts[t], b.srcNode(b.accs[i].srcs[t], dims))
-				} else {
-					parts[t] = G.Add(parts[t], b.param(parts[t].Shape().Dimensions))
-				}
+				parts[t] = G.Add(parts[t], b.srcNode(b.accs[i].srcs[t], dims))
 			}
 		}
 		out = append(out, parts...)

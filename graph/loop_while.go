@@ -108,7 +108,7 @@ type loopArgs struct {
 func (b *stageBuilder) whileForward() ([]*G.Node, []outGroup, rewriteFunc) {
 	c, w := b.c, b.c.loop
 	sg := G.NewGraph(b.g.Backend(), c.name+"/step")
-	stepOut, stepLays := newStageBuilder(sg, c.stepCall()).forward()
+	stepOut, stepLays := stepBuilder(sg, c.stepCall(), nil, nil).forward()
 	b.noteNodes(sg)
 	lays := stepLays[:2]
 	a := b.loopArgs(stepLays[1])
@@ -152,7 +152,11 @@ func (b *stageBuilder) whileVJP(v *vjpSpec) ([]*G.Node, rewriteFunc) {
 	}
 	copy(sv.gradIn[1+w.nx:], v.gradIn[w.nx+1:])
 	sg := G.NewGraph(b.g.Backend(), c.name+"/step-vjp")
-	stepOut := newStageBuilder(sg, sc).vjp(sv)
+	yDims := valueDims(c.outs[1][0])
+	if !sv.ctOut[1] {
+		yDims = nil
+	}
+	stepOut := stepBuilder(sg, sc, valueDims(c.shared[0]), yDims).vjp(sv)
 	b.noteNodes(sg)
 	a := b.loopArgs(c.outs[1][0].outGroup())
 	var outDims [][]int
@@ -173,6 +177,29 @@ func (b *stageBuilder) whileVJP(v *vjpSpec) ([]*G.Node, rewriteFunc) {
 		return whileVJPText(text, a, v, sv, w)
 	}
 	return b.dummyOutputs(outDims), rewrite
+}
+
+// stepBuilder returns a builder of the programs of step call sc in graph sg: its parameters
+// the step's inputs and, for its VJP (carryDims not nil), the cotangents of its carry and, if
+// yDims is not nil, of its output.
+func stepBuilder(sg *G.Graph, sc *call, carryDims, yDims []int) *stageBuilder {
+	b := newStageBuilder(sg, sc)
+	plan := newArgPlan()
+	b.in0 = make([]groupSrc, sc.groups())
+	for i := range b.in0 {
+		b.in0[i].whole = -1
+		if v0 := sc.group(i)[0]; v0.lay.nodes > 0 {
+			b.in0[i] = plan.plain(valueDims(v0)) // a parameter of its own, as the loop passes it
+		}
+	}
+	if carryDims != nil {
+		b.cts = []groupSrc{plan.plain(carryDims), {whole: -1}}
+		if yDims != nil {
+			b.cts[1] = plan.plain(yDims)
+		}
+	}
+	b.args = b.params(plan.dims)
+	return b
 }
 
 // noteNodes counts the step program's nodes in the engine's statistics (ProgramStats.Nodes),
