@@ -70,7 +70,8 @@ func BuildsStableHLO(b interface{ Name() string }) bool {
 // while-loop program.
 func (tp *Tape) scanWhile(name string, step StepFunc, carry *Value, xs [][]*Value, params []*Value, reverse bool, full []int) (*Value, []*Value) {
 	T := seqLen(xs)
-	c := &call{name: name, f: blockSteps(name, step, 1, len(xs), full), steps: T, seqs: xs,
+	// No f: the loop's programs are built from its step's call (stepCall).
+	c := &call{name: name, steps: T, seqs: xs,
 		shared: append([]*Value{carry}, params...), dense: full,
 		loop: &whileLoop{step: step, nx: len(xs), T: T, full: full, reverse: reverse}}
 	tp.run(c)
