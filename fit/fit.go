@@ -186,6 +186,11 @@ type Result struct {
 	// BootstrapErr then says why if one was asked for (the robust intervals stand).
 	Bootstrap    *Bootstrap
 	BootstrapErr string
+	// RobustErr says why the robust intervals asked for could not be computed (a trial's
+	// score failed or is not finite): StdErr and the intervals are then the inverse Hessian's
+	// (Uncertainty is UncertaintyHessian), narrower than the robust ones where the likelihood
+	// is approximate. Empty otherwise.
+	RobustErr string
 	// Profiles holds, for each fitted parameter on a bound of its box, the one-sided profile
 	// interval that replaced its interval (Profile); nil when none is on a bound.
 	Profiles map[string]Profile

@@ -97,12 +97,8 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 		res.StdErrHessian[f.spec.Params[i].Name] = math.Sqrt(cov[k][k])
 	}
 	res.Uncertainty = UncertaintyHessian
-	if robust && scoreErr == nil {
-		if J, ok := scoreCov(scores, f.infer); ok {
-			res.ScoreCov = J
-			cov = sandwich(cov, J)
-			res.Uncertainty = UncertaintyRobust
-		}
+	if robust {
+		cov = res.robustCov(cov, scores, scoreErr, f.infer)
 	}
 	res.StdErr = map[string]float64{}
 	res.CI95 = map[string][2]float64{}
@@ -111,6 +107,24 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 		res.setInterval(f.spec.Params[i], x[k], math.Sqrt(cov[k][k]))
 	}
 	return nil
+}
+
+// robustCov returns the sandwich H⁻¹ J H⁻¹ of the inverse Hessian cov with J the covariance
+// of the trials' scores (scoreCov over the fitted parameters idx) and sets res.ScoreCov and
+// res.Uncertainty to robust; where the scores failed (scoreErr) or one is not finite it
+// returns cov unchanged and says why in res.RobustErr.
+func (res *Result) robustCov(cov, scores [][]float64, scoreErr error, idx []int) [][]float64 {
+	if scoreErr != nil {
+		res.RobustErr = fmt.Sprintf("the trials' scores for the robust intervals failed (%v)", scoreErr)
+		return cov
+	}
+	J, ok := scoreCov(scores, idx)
+	if !ok {
+		res.RobustErr = "a trial's score for the robust intervals is not finite"
+		return cov
+	}
+	res.ScoreCov, res.Uncertainty = J, UncertaintyRobust
+	return sandwich(cov, J)
 }
 
 // setInterval sets prm's standard error se and its 95 % interval centre ± 1.96·se in the

@@ -95,6 +95,7 @@ type Record struct {
 	Bootstrap      *Bootstrap `json:"bootstrap,omitempty"`       // the parametric bootstrap (Result.Bootstrap)
 	Optima         []Optimum  `json:"optima,omitempty"`          // other optima the restarts found (otherOptima)
 	BootstrapError string     `json:"bootstrap_error,omitempty"` // why a bootstrap asked for did not run
+	RobustError    string     `json:"robust_error,omitempty"`    // why the robust intervals asked for fell back to the Hessian's (Result.RobustErr)
 	// Profiles: the one-sided profile intervals of the parameters on a bound (Result.Profiles).
 	Profiles map[string]Profile `json:"profile,omitempty"`
 	// Identified says whether the data determine the estimate (Result.Identified), and
@@ -112,7 +113,7 @@ func NewRecord(r Result, run Run, scale map[string]string) Record {
 		Uncertainty: r.Uncertainty, StdErrHessian: r.StdErrHessian,
 		RestartsAtBest: r.RestartsAtBest, Restarts: r.Restarts, Evaluations: r.Evaluations,
 		Converged: r.Converged, Status: r.Status, Trials: r.Trials, Seconds: math.Round(r.Seconds*1000) / 1000,
-		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr,
+		Error: r.Err, Check: r.Check, CheckError: r.CheckErr, Bootstrap: r.Bootstrap, BootstrapError: r.BootstrapErr, RobustError: r.RobustErr,
 		DataDigest: r.DataDigest, Warnings: r.Warnings, LogEvidence: r.LogEvidence, Profiles: r.Profiles}
 	if r.Err == "" {
 		rec.Identified = &r.Identified

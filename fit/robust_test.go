@@ -2,6 +2,7 @@ package fit
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -76,6 +77,54 @@ func TestRobustStandardErrors(t *testing.T) {
 			few, err := f.LaplaceAt(context.Background(), Subject{ID: "s", Trials: trials[:MinRobustTrials*len(x)-1]}, x)
 			require.NoError(t, err)
 			assert.Equal(t, UncertaintyHessian, few.Uncertainty)
+		})
+	}
+}
+
+// TestRobustCovFallback: where the trials' scores fail or one is not finite, the intervals
+// are the inverse Hessian's, Uncertainty says hessian and RobustErr says why (the fit's
+// warning); otherwise the sandwich H⁻¹ J H⁻¹ with J the scores' covariance.
+func TestRobustCovFallback(t *testing.T) {
+	cov := [][]float64{{2, 0.5}, {0.5, 1}}
+	scores := [][]float64{{1, 0, -1}, {-1, 0, 2}, {0.5, 0, 0}, {-0.5, 0, -1}} // fitted: 0 and 2
+	idx := []int{0, 2}
+	for _, c := range []struct {
+		name    string
+		scores  [][]float64
+		err     error
+		robust  bool
+		message string
+	}{
+		{"scores", scores, nil, true, ""},
+		{"scores failed", nil, errors.New("trial 3: no memory"), false, "the trials' scores for the robust intervals failed (trial 3: no memory)"},
+		{"score not finite", [][]float64{{1, 0, math.NaN()}, {-1, 0, 2}}, nil, false, "a trial's score for the robust intervals is not finite"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := Result{Uncertainty: UncertaintyHessian}
+			got := res.robustCov(cov, c.scores, c.err, idx)
+			assert.Equal(t, c.message, res.RobustErr)
+			if !c.robust {
+				assert.Equal(t, cov, got)
+				assert.Equal(t, UncertaintyHessian, res.Uncertainty)
+				assert.Nil(t, res.ScoreCov)
+				return
+			}
+			assert.Equal(t, UncertaintyRobust, res.Uncertainty)
+			// J by hand: the scores of parameters 0 and 2 have mean (0, 0), so J = N/(N−1) Σ s sᵀ, N = 4.
+			J := [][]float64{{(1 + 1 + 0.25 + 0.25) * 4 / 3, (-1 - 2 + 0 + 0.5) * 4 / 3}, {(-1 - 2 + 0 + 0.5) * 4 / 3, (1 + 4 + 0 + 1) * 4 / 3}}
+			require.NotNil(t, res.ScoreCov)
+			for a := range 2 {
+				for b := range 2 {
+					assert.InDelta(t, J[a][b], res.ScoreCov[a][b], 1e-12)
+					want := 0.0 // (cov J cov)[a][b]
+					for i := range 2 {
+						for j := range 2 {
+							want += cov[a][i] * J[i][j] * cov[j][b]
+						}
+					}
+					assert.InDelta(t, want, got[a][b], 1e-12)
+				}
+			}
 		})
 	}
 }

@@ -297,8 +297,15 @@ func reportFit(bar *progressBar, r fit.Result) {
 	if r.Err != "" {
 		bar.println(fmt.Sprintf("subject %s: %s", r.Subject, r.Err))
 	}
+	if r.RobustErr != "" {
+		bar.println(fmt.Sprintf("warning: subject %s: %s; its intervals are the inverse Hessian's, which understate the uncertainty where the likelihood is approximate (docs/intervals.md)", r.Subject, r.RobustErr))
+	}
 	if r.BootstrapErr != "" {
-		bar.println(fmt.Sprintf("warning: subject %s: %s; its intervals are the robust ones", r.Subject, r.BootstrapErr))
+		kind := "robust ones"
+		if r.Uncertainty != fit.UncertaintyRobust {
+			kind = "inverse Hessian's"
+		}
+		bar.println(fmt.Sprintf("warning: subject %s: %s; its intervals are the %s", r.Subject, r.BootstrapErr, kind))
 	}
 	for _, w := range r.Warnings {
 		bar.println(fmt.Sprintf("warning: subject %s: %s", r.Subject, w))

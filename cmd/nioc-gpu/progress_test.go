@@ -68,3 +68,31 @@ func TestProgressBar(t *testing.T) {
 		assert.Equal(t, progressOff, newProgressBar(&bytes.Buffer{}, false).mode)
 	})
 }
+
+// TestReportFitWarnings: a fit's fallbacks are printed as warnings that say which intervals the
+// record holds.
+func TestReportFitWarnings(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		res  fit.Result
+		want string
+	}{
+		{"robust fell back", fit.Result{Subject: "s1", Uncertainty: fit.UncertaintyHessian, RobustErr: "a trial's score for the robust intervals is not finite"},
+			"warning: subject s1: a trial's score for the robust intervals is not finite; its intervals are the inverse Hessian's"},
+		{"bootstrap failed", fit.Result{Subject: "s2", Uncertainty: fit.UncertaintyRobust, BootstrapErr: "bootstrap: no refit converged"},
+			"warning: subject s2: bootstrap: no refit converged; its intervals are the robust ones"},
+		{"bootstrap failed after the robust ones", fit.Result{Subject: "s3", Uncertainty: fit.UncertaintyHessian, RobustErr: "x", BootstrapErr: "bootstrap: no refit converged"},
+			"warning: subject s3: bootstrap: no refit converged; its intervals are the inverse Hessian's"},
+		{"none", fit.Result{Subject: "s4", Uncertainty: fit.UncertaintyRobust}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var w bytes.Buffer
+			reportFit(newProgressBarMode(&w, progressOff, time.Now), c.res)
+			if c.want == "" {
+				assert.Empty(t, w.String())
+				return
+			}
+			assert.Contains(t, w.String(), c.want)
+		})
+	}
+}
