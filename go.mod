@@ -36,3 +36,5 @@ require (
 )
 
 replace github.com/gomlx/gomlx => ./third_party/gomlx
+
+replace github.com/gomlx/go-xla => ./third_party/go-xla

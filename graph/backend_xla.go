@@ -42,5 +42,16 @@ func newXLA(plugin string) (b backends.Backend, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}
+	if dir := os.Getenv(EnvXLACache); dir != "" {
+		xb := b.(*xla.Backend)
+		client := xb.Client()
+		cache, err := newDiskCache(dir, xlaCacheSalt(path, client.Platform(), client.PlatformVersion(), xb.DeviceDescription(0)))
+		if err != nil {
+			b.Finalize()
+			return nil, err
+		}
+		xb.SetExecutableCache(cache)
+		xlaCaches.Store(b, cache)
+	}
 	return b, nil
 }

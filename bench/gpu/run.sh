@@ -8,6 +8,8 @@
 #   bench/gpu/run.sh loglik    `nioc-gpu loglik --backend xla` wall time (compile included) of
 #                              each task (TASKS, default all five) on 50 simulated trials, and
 #                              its value and gradient beside the Go backend's
+#   bench/gpu/run.sh cache     reaching `loglik --backend xla` twice with a new NIOC_XLA_CACHE:
+#                              compiled, then loaded from the cache (does the plugin serialize?)
 #   bench/gpu/run.sh fit       SUBJECTS (100) reaching subjects (50 restarts × 50 trials,
 #                              partially observable) through the subject queue (--queue QUEUE,
 #                              default 0: by backend; -1: all at once): wall time, subjects per
@@ -32,7 +34,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|fit|sweep|tasks|forward|sample|blocks|jax}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|fit|sweep|tasks|forward|sample|blocks|jax}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
@@ -84,6 +86,19 @@ out=$OUT/$step.md
 			echo "  xla: $x"
 			echo "  go:  $g"
 		done
+		;;
+	cache)
+		bin/nioc-gpu simulate --task reaching --trials 50 --seed 1 --force --out "$OUT/reaching.csv" 2>/dev/null
+		dir=$(mktemp -d)
+		for run in cold warm; do
+			s=$(date +%s.%N)
+			x=$(NIOC_XLA_CACHE=$dir bin/nioc-gpu loglik --backend xla --task reaching --data "$OUT/reaching.csv")
+			e=$(date +%s.%N)
+			awk -v r="$run" -v s="$s" -v e="$e" 'BEGIN { printf "reaching: loglik --backend xla, %s cache: %.1f s wall\n", r, e - s }'
+			echo "  $x"
+		done
+		NIOC_XLA_CACHE=$dir bin/nioc-gpu backend | tail -1
+		rm -rf "$dir"
 		;;
 	fit)
 		n=${SUBJECTS:-100}

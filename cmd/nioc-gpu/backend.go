@@ -44,6 +44,13 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "       %s\n", smokeTest(path))
 		}
 	}
+	if dir := os.Getenv(graph.EnvXLACache); dir == "" {
+		fmt.Fprintf(stdout, "compiled-program cache: off (set $%s=DIR to keep XLA's compiled programs between runs)\n", graph.EnvXLACache)
+	} else if n, size, err := graph.XLACacheUsage(dir); err != nil {
+		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s: %v\n", graph.EnvXLACache, dir, err)
+	} else {
+		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s, %d programs, %.1f MB\n", graph.EnvXLACache, dir, n, float64(size)/1e6)
+	}
 	return nil
 }
 
@@ -78,5 +85,16 @@ func smokeTest(path string) string {
 			worst = math.Max(worst, math.Abs(res[0][k].Data[i]-res[1][k].Data[i]))
 		}
 	}
-	return fmt.Sprintf("usable: %s, float64 results equal the Go backend's to %.1e (compile+run %v)", bx.Name(), worst, took.Round(time.Millisecond))
+	cache := ""
+	if st, ok := graph.XLACacheStats(bx); ok {
+		switch {
+		case st.Failed > 0:
+			cache = "; cannot keep its programs in the cache: " + st.LastErr
+		case st.Hits > 0:
+			cache = "; program loaded from the cache"
+		default:
+			cache = "; program stored in the cache"
+		}
+	}
+	return fmt.Sprintf("usable: %s, float64 results equal the Go backend's to %.1e (compile+run %v)%s", bx.Name(), worst, took.Round(time.Millisecond), cache)
 }

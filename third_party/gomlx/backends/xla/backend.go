@@ -25,6 +25,7 @@ type Backend struct {
 	hasSharedBuffers bool
 	capabilities     backends.Capabilities
 	numDevices       int
+	cache            ExecutableCache // nioc-gpu patch: see cache.go
 	DotGeneralConfig
 }
 

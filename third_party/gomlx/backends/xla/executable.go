@@ -113,7 +113,7 @@ func (b *Builder) Compile(outputs []backends.Op, shardings []*backends.ShardingS
 			portable = true
 		}
 	}
-	exec, err := compileConfig.Done()
+	exec, err := b.backend.compileCached(compileConfig, program, portable) // nioc-gpu patch: see cache.go
 	if err != nil {
 		return nil, errors.WithMessagef(err,
 			"backend %q: failed to compile computation %q", BackendName, b.name)
