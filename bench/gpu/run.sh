@@ -24,6 +24,8 @@
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
 #                              check likelihood.DefaultStepsPerCall (all) for CUDA
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env cache blocks tasks fit) in one call,
+#                              within BUDGET_S seconds (540), ROWS=50 unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
 #                              names a checkout of RothkopfLab/nioc-neurips, jaxopt importable)
@@ -34,9 +36,25 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|fit|sweep|tasks|forward|sample|blocks|jax}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|fit|sweep|tasks|forward|sample|blocks|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
+case $step in
+all)
+	# One call for a session whose device time is short: the steps of STEPS_LIST in order, each
+	# under what is left of BUDGET_S seconds; a step is skipped when under 30 s are left.
+	end=$(($(date +%s) + ${BUDGET_S:-540}))
+	for s in ${STEPS_LIST:-env cache blocks tasks fit}; do
+		left=$((end - $(date +%s)))
+		if ((left < 30)); then
+			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
+			continue
+		fi
+		ROWS=${ROWS:-50} timeout "$left" "$0" "$s" || echo "bench/gpu/run.sh all: $s ended with exit $?"
+	done
+	exit 0
+	;;
+esac
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
 	[[ -x $b ]] || { echo "bench/gpu/run.sh: $b missing: run make gpu-binaries first" >&2; exit 2; }
 done
