@@ -23,6 +23,10 @@ const (
 const (
 	EnvBackend = "NIOC_BACKEND" // "go" (default) or "xla"
 	EnvPJRT    = "NIOC_PJRT"    // "cpu" (default), "cuda", or an absolute path to a PJRT plugin .so
+	// EnvXLAAsync set to 1 makes XLA program calls return once enqueued instead of once the
+	// device has finished (pjrt.Client.SetAsyncExecution), on every plugin but the CPU one,
+	// whose buffers share host memory (docs/backends.md, "Calls that do not wait").
+	EnvXLAAsync = "NIOC_XLA_ASYNC"
 )
 
 // DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.

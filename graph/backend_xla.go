@@ -22,13 +22,21 @@ func newXLA(plugin string) (b backends.Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu := strings.Contains(filepath.Base(path), "cpu")
+	return openXLA(path, cpu, !cpu && os.Getenv(EnvXLAAsync) == "1")
+}
+
+// openXLA loads the plugin at path; shared: the CPU plugin's buffers share host memory with
+// Go (no copies); async: executions return once enqueued (EnvXLAAsync), which needs buffers
+// that are not shared, since a shared buffer's memory is read without waiting for the device.
+func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("loading PJRT plugin %s: %v", path, r)
 		}
 	}()
 	config := path
-	if strings.Contains(filepath.Base(path), "cpu") {
+	if shared {
 		config += ",shared_buffers" // host memory is the device's: no copies
 	}
 	if strings.Contains(filepath.Base(path), "cpu") && os.Getenv("XLA_FLAGS") == "" {
@@ -42,10 +50,19 @@ func newXLA(plugin string) (b backends.Backend, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}
+	xb := b.(*xla.Backend)
+	client := xb.Client()
+	client.SetAsyncExecution(async)
 	if dir := os.Getenv(EnvXLACache); dir != "" {
-		xb := b.(*xla.Backend)
-		client := xb.Client()
-		cache, err := newDiskCache(dir, xlaCacheSalt(path, client.Platform(), client.PlatformVersion(), xb.DeviceDescription(0)))
+		device := xb.DeviceDescription(0)
+		if devs := client.AddressableDevices(); len(devs) > 0 {
+			if desc, err := devs[0].GetDescription(); err == nil {
+				if kind, err := desc.Kind(); err == nil {
+					device += " " + kind
+				}
+			}
+		}
+		cache, err := newDiskCache(dir, xlaCacheSalt(path, client.Platform(), client.PlatformVersion(), device))
 		if err != nil {
 			b.Finalize()
 			return nil, err

@@ -154,3 +154,23 @@ func whileLoopValues(t *testing.T, b backends.Backend) []float64 {
 	tp.Backward(out)
 	return append(val, tp.Grad(abv)...)
 }
+
+// TestXLAAsyncExecution: with executions that return once enqueued (EnvXLAAsync; here on the
+// CPU plugin without shared buffers, the configuration that allows it), chained calls — a while
+// loop's forward and VJP programs, the tape's other programs — give the same numbers to the bit
+// as calls that wait. It runs where a plugin is installed (make xla-cpu).
+func TestXLAAsyncExecution(t *testing.T) {
+	path, err := FindPlugin("cpu")
+	if err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	t.Setenv(EnvXLACache, "")
+	sync, err := openXLA(path, true, false)
+	require.NoError(t, err)
+	async, err := openXLA(path, false, true)
+	require.NoError(t, err)
+	want := whileLoopValues(t, sync)
+	for range 5 {
+		assert.Equal(t, want, whileLoopValues(t, async))
+	}
+}

@@ -51,6 +51,9 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s, %d programs, %.1f MB\n", graph.EnvXLACache, dir, n, float64(size)/1e6)
 	}
+	if os.Getenv(graph.EnvXLAAsync) == "1" {
+		fmt.Fprintf(stdout, "calls that do not wait: on for GPU plugins ($%s=1); the CPU plugin's calls wait (its buffers share host memory)\n", graph.EnvXLAAsync)
+	}
 	return nil
 }
 

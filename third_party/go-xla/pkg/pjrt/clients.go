@@ -147,6 +147,7 @@ type Client struct {
 	processIndex              int
 	addressableDevices        []*Device
 	allowBufferViews          bool
+	asyncExecution            bool // nioc-gpu patch: see async.go
 }
 
 type clientC struct {

@@ -453,8 +453,10 @@ func (c *ExecutionConfig) Done() ([]*Buffer, error) {
 
 	// Create events to wait for the end of execution: leaving this as NULL is allowed, but what happens then
 	// (does it wait or not, and then what?) is not documented in PJRT.
-	perDeviceEvents := arenaAllocSlice[*C.PJRT_Event](arena, numDevices)
-	args.device_complete_events = (**C.PJRT_Event)(unsafe.SliceData(perDeviceEvents))
+	if !e.client.asyncExecution { // nioc-gpu patch: see async.go
+		perDeviceEvents := arenaAllocSlice[*C.PJRT_Event](arena, numDevices)
+		args.device_complete_events = (**C.PJRT_Event)(unsafe.SliceData(perDeviceEvents))
+	}
 
 	err := toError(e.plugin, C.ExecuteAndWait(e.plugin.api, args))
 	if err != nil {

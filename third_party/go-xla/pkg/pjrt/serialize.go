@@ -86,3 +86,15 @@ func (c *Client) DeserializeAndLoad(serialized []byte, portable bool) (*LoadedEx
 	exec.numReplicas, exec.numPartitions, exec.isPortable = 1, 1, portable
 	return exec, nil
 }
+
+// Kind returns the vendor's name of the kind of device, e.g. "NVIDIA H100 80GB HBM3": part of
+// what a serialized executable must be keyed by, since it is compiled for one kind.
+func (dDesc *DeviceDescription) Kind() (string, error) {
+	args := C.new_PJRT_DeviceDescription_Kind_Args()
+	defer cFree(args)
+	args.device_description = dDesc.deviceDescription
+	if err := toError(dDesc.plugin, C.call_PJRT_DeviceDescription_Kind(dDesc.plugin.api, args)); err != nil {
+		return "", err
+	}
+	return cCharArray(args.device_kind, args.device_kind_size), nil
+}
