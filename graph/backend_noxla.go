@@ -15,3 +15,7 @@ const HasXLA = false
 func newXLA(plugin string) (backends.Backend, error) {
 	return nil, fmt.Errorf("this nioc-gpu was built without the XLA backend (CGO_ENABLED=0 or -tags noxla), so it cannot load the PJRT plugin %q: use --backend go, or build with cgo (make build)", plugin)
 }
+
+func openXLA(path string, shared, async bool) (backends.Backend, error) {
+	return newXLA(path)
+}

@@ -14,12 +14,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// cpuPlugin returns the path of the XLA CPU plugin, and skips the test where there is none
+// (make xla-cpu installs it) or the build has no XLA backend (-tags noxla).
+func cpuPlugin(t *testing.T) string {
+	t.Helper()
+	if !HasXLA {
+		t.Skip("built without the XLA backend (-tags noxla or CGO_ENABLED=0)")
+	}
+	path, err := FindPlugin("cpu")
+	if err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	return path
+}
+
 // TestXLACPUFlags checks that loading the CPU plugin turns XLA's fusion pass off when the user
 // set no XLA_FLAGS, and that the graphs it compiles then still compute the Go backend's values.
 func TestXLACPUFlags(t *testing.T) {
-	if _, err := FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	cpuPlugin(t)
 	t.Setenv("XLA_FLAGS", "")
 	bx, err := NewBackend(BackendXLA)
 	require.NoError(t, err)
@@ -55,9 +67,7 @@ func TestGoBackendCompilesQuickly(t *testing.T) {
 // the replaced program, here x + 2 in place of x + 1. It runs where a plugin is installed
 // (make xla-cpu) and is skipped otherwise.
 func TestStableHLORewrite(t *testing.T) {
-	if _, err := FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	cpuPlugin(t)
 	b, err := NewBackend(BackendXLA)
 	require.NoError(t, err)
 	build := func() (*G.Graph, *G.Node) {

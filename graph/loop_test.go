@@ -230,9 +230,7 @@ func TestScanBlocksEqualSteps(t *testing.T) {
 // one in reverse, values and gradients, compiled by a dry run, each recursion two calls
 // whatever T. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
 func TestWhileLoopsEqualSteps(t *testing.T) {
-	if _, err := FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	cpuPlugin(t)
 	bx, err := NewBackend(BackendXLA)
 	require.NoError(t, err)
 	bg, err := NewBackend(BackendGo)

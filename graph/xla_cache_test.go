@@ -93,9 +93,7 @@ func TestXLACacheSalt(t *testing.T) {
 // would) loads the programs the first compiled, a while loop's among them, and computes the
 // same numbers to the bit. It runs where a plugin is installed (make xla-cpu).
 func TestXLACacheAcrossBackends(t *testing.T) {
-	if _, err := FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	cpuPlugin(t)
 	t.Setenv(EnvXLACache, t.TempDir())
 	t.Setenv("XLA_FLAGS", "")
 	run := func(b backends.Backend) ([]float64, []float64) {
@@ -160,10 +158,7 @@ func whileLoopValues(t *testing.T, b backends.Backend) []float64 {
 // loop's forward and VJP programs, the tape's other programs — give the same numbers to the bit
 // as calls that wait. It runs where a plugin is installed (make xla-cpu).
 func TestXLAAsyncExecution(t *testing.T) {
-	path, err := FindPlugin("cpu")
-	if err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	path := cpuPlugin(t)
 	t.Setenv(EnvXLACache, "")
 	sync, err := openXLA(path, true, false)
 	require.NoError(t, err)
