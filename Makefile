@@ -119,9 +119,10 @@ xla-cuda:
 # Binaries for bench/gpu/run.sh (the README's GPU measurements), built here to be copied to a
 # linux/amd64 GPU machine that may have no network for Go modules.
 gpu-binaries:
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build $(LDFLAGS) -o bin/nioc-gpu ./cmd/nioc-gpu
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-table ./bench/table
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -o bin/bench-sample ./bench/sample
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w -X main.version=$(VERSION)" -o bin/nioc-gpu ./cmd/nioc-gpu
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o bin/bench-table ./bench/table
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o bin/bench-sample ./bench/sample
+	tar -C bin -czf bin/gpu-binaries.tar.gz nioc-gpu bench-table bench-sample
 
 # Binaries for every laptop: the pure-Go backend only (CGO_ENABLED=0, no XLA), cross-compiled
 # to dist/ with their SHA-256 sums. `nioc-gpu backend` says a binary has no XLA.

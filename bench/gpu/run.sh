@@ -58,6 +58,9 @@ all)
 	exit 0
 	;;
 esac
+if [[ ! -x bin/nioc-gpu && -f bin/gpu-binaries.tar.gz ]]; then
+	tar -C bin -xzf bin/gpu-binaries.tar.gz # make gpu-binaries' archive, for copies that leave bin/ out
+fi
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
 	[[ -x $b ]] || { echo "bench/gpu/run.sh: $b missing: run make gpu-binaries first" >&2; exit 2; }
 done
