@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 )
 
 // EnvXLACache names the environment variable that turns on XLA's compiled-program cache: a
@@ -51,9 +52,10 @@ func XLACacheStats(b backends.Backend) (stats CacheStats, ok bool) {
 
 // diskCache keeps serialized XLA executables as files DIR/<key>.xla, the key a SHA-256 of the
 // program and of everything else that decides its compiled code (salt: the plugin file and its
-// platform version, XLA_FLAGS, the device, the CPU's features). Files are written to a
-// temporary name and renamed, so that processes sharing the directory never read half a file;
-// each file begins with the SHA-256 of the rest, so that a damaged one is compiled again.
+// platform version, XLA_FLAGS, the device, the CPU's features). Files are replaced whole
+// (atomicfile), so that processes sharing the directory never read half a file, readable by
+// the group (0644 less the umask); each begins with the SHA-256 of the rest, so that a damaged
+// one is compiled again.
 type diskCache struct {
 	dir  string
 	salt []byte
@@ -112,26 +114,11 @@ func (c *diskCache) Store(program, executable []byte, err error) {
 	c.stored.Add(1)
 }
 
+// write replaces the file at path by the executable behind its SHA-256 (atomicfile: readers
+// see the old file or the new, never part of one).
 func (c *diskCache) write(path string, executable []byte) error {
-	f, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
 	sum := sha256.Sum256(executable)
-	_, err = f.Write(sum[:])
-	if err == nil {
-		_, err = f.Write(executable)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.Write(path, append(sum[:], executable...))
 }
 
 func (c *diskCache) stats() CacheStats {
@@ -165,16 +152,14 @@ func xlaCacheSalt(pluginPath, platform, version, device string) []byte {
 func cpuFingerprint() string {
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		var keep []string
+		seen := map[string]bool{}
 		for _, line := range strings.Split(string(data), "\n") {
 			k, _, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			switch strings.TrimSpace(k) {
-			case "model name", "flags", "Features", "CPU implementer", "CPU part":
-				if !containsPrefix(keep, strings.TrimSpace(k)) {
-					keep = append(keep, strings.TrimSpace(line))
-				}
+			switch k = strings.TrimSpace(k); {
+			case !ok || seen[k]:
+			case k == "model name", k == "flags", k == "Features", k == "CPU implementer", k == "CPU part":
+				seen[k] = true
+				keep = append(keep, strings.TrimSpace(line))
 			}
 		}
 		if len(keep) > 0 {
@@ -183,15 +168,6 @@ func cpuFingerprint() string {
 	}
 	host, _ := os.Hostname()
 	return "host " + host
-}
-
-func containsPrefix(lines []string, key string) bool {
-	for _, l := range lines {
-		if strings.HasPrefix(l, key) {
-			return true
-		}
-	}
-	return false
 }
 
 // XLACacheUsage returns how many compiled programs the cache directory dir holds and their

@@ -62,7 +62,7 @@ func TestDiskCache(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, big, c.Load([]byte("module @big {}")))
-	tmp, err := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	tmp, err := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
 	require.NoError(t, err)
 	assert.Empty(t, tmp)
 
