@@ -180,6 +180,14 @@ func (sv *Solver) programs() {
 	})
 }
 
+// Builds returns the number of programs built so far for the solver's task, horizon and
+// options (shared by every Solver made for them): rollouts, backward passes and their
+// looped steps, one per shape.
+func (sv *Solver) Builds() int {
+	sv.programs()
+	return sv.rollout.Stats().Builds + sv.linearized.Stats().Builds + sv.engine.Stats().Builds
+}
+
 // Solve runs iLQG for the parameter vectors theta ([P][p], natural units), starting at the
 // states x0 ([P][n]; nil means the task's x0 for every problem), from a zero-control nominal
 // trajectory, iterating linearization, backward pass and a batched line search on the

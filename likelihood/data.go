@@ -21,8 +21,10 @@ type Data struct {
 	// the longest trial's or, with HorizonTask, the task's.
 	Rows, Trials, Steps int
 	states              []float64 // [T+1][n][P][N], shorter trials padded with their last state
-	mask                []float64 // [P][N]: 1 for a real trial, 0 for padding
-	initial             [][]float64
+	// mask [P][N]: 1 for a real trial, 0 for padding; −1 (TrialScores only) for a trial
+	// whose log-likelihood is not counted but which sets the row's LinearizeMean nominal.
+	mask    []float64
+	initial [][]float64
 	// Trials of their own length; all nil when every trial has Steps steps.
 	running []float64    // [T][P][N]: 1 where step t (t → t+1) of the trial is observed
 	ends    []float64    // [T][P][N]: 1 where the trial ends after step t (HorizonTrial)

@@ -270,14 +270,16 @@ func constant(c []graph.S) graph.MapFunc {
 }
 
 // maskedMean returns the mean over the trials axis (the last) of the states x where mask is
-// positive, with that axis kept at size 1.
+// not 0 (a trial whose log-likelihood is not counted, −1, still sets the mean: Data.mask),
+// with that axis kept at size 1.
 func maskedMean(x []graph.S, mask graph.S) []graph.S {
-	m := mask.Node(graph.Graph(mask))
+	w := graph.Mul(mask, mask) // 1 for a trial of the mean, counted or not (Data.mask)
+	m := w.Node(graph.Graph(mask))
 	last := m.Rank() - 1
 	count := graph.N(G.ReduceAndKeep(m, G.ReduceSum, last))
 	out := make([]graph.S, len(x))
 	for i, xi := range x {
-		sum := G.ReduceAndKeep(graph.Mul(xi, mask).Node(m.Graph()), G.ReduceSum, last)
+		sum := G.ReduceAndKeep(graph.Mul(xi, w).Node(m.Graph()), G.ReduceSum, last)
 		out[i] = graph.Div(graph.N(sum), count)
 	}
 	return out
@@ -337,7 +339,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}); err != nil {
 		return nil, nil, fmt.Errorf("evaluating %s: %w", e.spec.Name, err)
 	}
-	if !e.opts.ForwardGradient && nominal == nil {
+	if !e.opts.ForwardGradient {
 		e.noteShape(d)
 	}
 	in := e.loopedInputs(tp, data, d, flat, nominal)

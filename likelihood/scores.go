@@ -96,7 +96,7 @@ func (d *Data) forceExplicit(trialHorizon bool) {
 type loopedShape struct{ rows, trials, steps int }
 
 // noteShape records that the looped programs of d's shape are compiled, where d's trials all
-// have d.Steps steps and it has no explicit nominal.
+// have d.Steps steps and it has no explicit LinearizeMean nominal.
 func (e *Evaluator) noteShape(d *Data) {
 	if d.running != nil || d.ends != nil || d.nominal != nil {
 		return
@@ -109,43 +109,76 @@ func (e *Evaluator) noteShape(d *Data) {
 	}
 }
 
-// scoreShape returns a shape whose programs are compiled that can give the trial scores of
-// whole (one row of trials, all of full length): where the evaluator runs looped, linearizes at
-// the data (each trial's log-likelihood its own, whatever else is in its row) and has compiled a
-// shape of whole's steps. Compiling the one-trial-per-row shape would cost an XLA fit a second
-// compile (as long as the first: seconds on a CPU, tens of seconds for large batches), against
-// ⌈trials / rows⌉ evaluations of a shape it has.
+// scoreShape returns the compiled shape in which the trial scores of whole (one row of
+// trials, all of full length) cost least, where the evaluator runs looped and has compiled a
+// shape of whole's steps: the one that evaluates the fewest trials, then the fewest times;
+// with LinearizeMean among those whose rows hold all of whole's trials (each row keeps the
+// whole set's nominal, see trialScoresIn). Compiling the one-trial-per-row shape would cost
+// an XLA fit a second compile (as long as the first: seconds on a CPU, tens of seconds for
+// large batches), against ⌈trials / rows⌉ evaluations of a shape it has.
 func (e *Evaluator) scoreShape(whole *Data) (loopedShape, bool) {
-	if !e.looped() || e.opts.Linearize != LinearizeData || whole.running != nil || whole.ends != nil {
+	if !e.looped() || whole.running != nil || whole.ends != nil || whole.nominal != nil {
 		return loopedShape{}, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	best, cost := loopedShape{}, 0
 	for _, sh := range e.shapes {
-		if sh.steps == whole.Steps {
-			return sh, true
+		if sh.steps != whole.Steps || e.opts.Linearize == LinearizeMean && sh.trials < whole.Trials {
+			continue
+		}
+		c := (whole.Trials + sh.rows - 1) / sh.rows * sh.rows * sh.trials // trials evaluated
+		// fewest trials evaluated, then fewest evaluations
+		if cost == 0 || c < cost || c == cost && sh.rows > best.rows {
+			best, cost = sh, c
 		}
 	}
-	return loopedShape{}, false
+	return best, cost > 0
 }
 
-// trialScoresIn is TrialScores evaluated in the compiled shape sh: each row holds one trial,
-// padded with masked copies of it to sh.trials, sh.rows rows an evaluation (the last padded
-// with copies of its last row).
+// trialScoresIn is TrialScores evaluated in the compiled shape sh, sh.rows trials an
+// evaluation (the last evaluation's spare rows repeat its last trial). With LinearizeData
+// each row holds one trial, padded with masked copies of it to sh.trials. With LinearizeMean
+// each row holds all the trials, so that the nominal, their mean, is the whole set's, and
+// counts the log-likelihood of one (mask 1, the others −1: Data.mask). With LinearizeILQG
+// each row holds one trial and every row is given the iLQG solution from the mean initial
+// state of all of them, solved in the shape's rows.
 func (e *Evaluator) trialScoresIn(trials [][][]float64, theta []float64, sh loopedShape) (loglik []float64, grad [][]float64, err error) {
 	N := len(trials)
+	mean := e.opts.Linearize == LinearizeMean
+	var nominal *control.Policy
 	loglik, grad = make([]float64, N), make([][]float64, N)
 	for start := 0; start < N; start += sh.rows {
 		rows := make([][][][]float64, sh.rows)
 		thetas := make([][]float64, sh.rows)
 		for i := range rows {
 			rows[i], thetas[i] = [][][]float64{trials[min(start+i, N-1)]}, theta
+			if mean {
+				rows[i] = trials
+			}
 		}
 		d, err := e.prepare(rows, sh.trials, sh.steps)
 		if err != nil {
 			return nil, nil, err
 		}
-		ll, g, err := e.EvalAt(d, thetas, nil)
+		if mean {
+			for i := range sh.rows {
+				for j := range N {
+					d.mask[i*sh.trials+j] = -1
+				}
+				d.mask[i*sh.trials+min(start+i, N-1)] = 1
+			}
+		}
+		if e.opts.Linearize == LinearizeILQG && nominal == nil {
+			x0 := meanInitial(trials)
+			for i := range d.initial {
+				d.initial[i] = x0
+			}
+			if nominal, err = e.Nominal(d, thetas); err != nil {
+				return nil, nil, err
+			}
+		}
+		ll, g, err := e.EvalAt(d, thetas, nominal)
 		if err != nil {
 			return nil, nil, err
 		}

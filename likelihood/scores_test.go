@@ -71,11 +71,12 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 }
 
 // TestTrialScoresReuseTheCompiledShape: in the looped form (as XLA runs it) trial scores are
-// evaluated in a shape the evaluator has compiled, one trial a row padded with masked copies,
-// when the likelihood linearizes at the data: no program is built for them, and they equal the
-// scores of an evaluator that has compiled nothing (rows of one trial each) to 1e-12, also
-// when the trials do not fill the last evaluation's rows. With another number of steps, or
-// LinearizeMean, the shape is not reused.
+// evaluated in a shape the evaluator has compiled, for every linearization: no program is
+// built for them (nor for the iLQG nominal), and they equal the scores of an evaluator that
+// has compiled nothing (rows of one trial each, an explicit nominal) to 1e-12, also when the
+// trials do not fill the last evaluation's rows. With LinearizeMean a row must hold all of the
+// subject's trials (their mean is each trial's nominal): a shape of fewer trials is not used.
+// With another number of steps no shape is reused.
 func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
@@ -83,44 +84,90 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 	require.NoError(t, err)
 	natural, _ := testTheta(m.Spec())
 	trials := simulateTrials(t, m, control.ObservePartial, natural, 7, 20, 4)
-	opts := Options{Form: FormLooped, FitTemperature: true}
-	theta := withTemperature(m.Spec(), opts)
-	fresh, err := New(m, b, opts)
-	require.NoError(t, err)
-	wantLL, wantGrad, err := fresh.TrialScores(trials, theta)
-	require.NoError(t, err)
+	for _, lin := range []Linearization{LinearizeData, LinearizeMean, LinearizeILQG} {
+		t.Run(string(lin), func(t *testing.T) {
+			opts := Options{Form: FormLooped, FitTemperature: true, Linearize: lin}
+			theta := withTemperature(m.Spec(), opts)
+			fresh, err := New(m, b, opts)
+			require.NoError(t, err)
+			wantLL, wantGrad, err := fresh.TrialScores(trials, theta)
+			require.NoError(t, err)
 
-	e, err := New(m, b, opts)
-	require.NoError(t, err)
-	th2 := append([]float64(nil), theta...)
-	th2[0] += 0.1
-	_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
-	require.NoError(t, err) // compiles 3 rows × 4 trials
-	before := e.engine.Stats().Builds
-	ll, grad, err := e.TrialScores(trials, theta) // 7 trials: three evaluations, the last part padding
-	require.NoError(t, err)
-	assert.Equal(t, before, e.engine.Stats().Builds, "no program built for the trial scores")
-	assert.InDeltaSlice(t, wantLL, ll, 1e-12*math.Abs(wantLL[0]))
-	for r := range grad {
-		assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-9, "trial %d", r)
+			e, err := New(m, b, opts)
+			require.NoError(t, err)
+			th2 := append([]float64(nil), theta...)
+			th2[0] += 0.1
+			// 3 rows × 4 trials, then 3 rows × 7
+			_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+			require.NoError(t, err)
+			small, _ := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
+			_, _, err = e.EvalRows([][][][]float64{trials, trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+			require.NoError(t, err)
+			sh, ok := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
+			require.True(t, ok)
+			if lin == LinearizeMean {
+				assert.Equal(t, loopedShape{}, small, "4 trials a row cannot hold the subject's 7")
+				assert.GreaterOrEqual(t, sh.trials, len(trials))
+			} else {
+				assert.NotEqual(t, loopedShape{}, small)
+			}
+			solver, err := e.solverFor(20)
+			require.NoError(t, err)
+			before, solved := e.engine.Stats().Builds, solver.Builds()
+			ll, grad, err := e.TrialScores(trials, theta) // 7 trials: three evaluations, the last part padding
+			require.NoError(t, err)
+			assert.Equal(t, before, e.engine.Stats().Builds, "no program built for the trial scores")
+			assert.Equal(t, solved, solver.Builds(), "no iLQG program built for the nominal")
+			assert.InDeltaSlice(t, wantLL, ll, 1e-12*math.Abs(wantLL[0]))
+			for r := range grad {
+				assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-9, "trial %d", r)
+			}
+
+			short := make([][][]float64, len(trials))
+			for r, tr := range trials {
+				short[r] = tr[:15]
+			}
+			_, _, err = e.TrialScores(short, theta)
+			require.NoError(t, err)
+			assert.Greater(t, e.engine.Stats().Builds, before, "another number of steps compiles its own shape")
+		})
 	}
+}
 
-	short := make([][][]float64, len(trials))
-	for r, tr := range trials {
-		short[r] = tr[:15]
+// TestScoreShape: the trial scores take the compiled shape of the subject's steps that
+// evaluates the fewest trials in all (⌈trials / rows⌉ evaluations of rows × trials), then
+// the one that needs the fewest evaluations, with
+// LinearizeMean among those whose rows hold all of the subject's trials; none in the unrolled
+// form or for trials of their own length.
+func TestScoreShape(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	shapes := []loopedShape{{10, 50, 30}, {4, 8, 30}, {64, 50, 30}, {1, 1, 20}, {20, 50, 30}}
+	whole := &Data{Trials: 40, Steps: 30}
+	for _, c := range []struct {
+		opts  Options
+		whole *Data
+		want  loopedShape
+		ok    bool
+	}{
+		{Options{Form: FormLooped}, whole, loopedShape{4, 8, 30}, true}, // 10 × 32 trials
+		{Options{Form: FormLooped, Linearize: LinearizeILQG}, whole, loopedShape{4, 8, 30}, true},
+		{Options{Form: FormLooped, Linearize: LinearizeMean}, whole, loopedShape{20, 50, 30}, true}, // 2 × 1000 = 4 × 500 < 1 × 3200
+		{Options{Form: FormLooped, Linearize: LinearizeMean}, &Data{Trials: 51, Steps: 30}, loopedShape{}, false},
+		{Options{Form: FormLooped}, &Data{Trials: 1, Steps: 20}, loopedShape{1, 1, 20}, true},
+		{Options{Form: FormLooped}, &Data{Trials: 3, Steps: 25}, loopedShape{}, false},
+		{Options{Form: FormLooped}, &Data{Trials: 3, Steps: 30, running: []float64{1}}, loopedShape{}, false},
+		{Options{Form: FormUnrolled}, whole, loopedShape{}, false},
+	} {
+		e, err := New(m, b, c.opts)
+		require.NoError(t, err)
+		e.shapes = shapes
+		sh, ok := e.scoreShape(c.whole)
+		assert.Equal(t, c.ok, ok, "%s %s %d trials", c.opts.Form, c.opts.Linearize, c.whole.Trials)
+		assert.Equal(t, c.want, sh, "%s %s %d trials", c.opts.Form, c.opts.Linearize, c.whole.Trials)
 	}
-	_, _, err = e.TrialScores(short, theta)
-	require.NoError(t, err)
-	assert.Greater(t, e.engine.Stats().Builds, before, "another number of steps compiles its own shape")
-
-	mean := opts
-	mean.Linearize = LinearizeMean
-	em, err := New(m, b, mean)
-	require.NoError(t, err)
-	_, _, err = em.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
-	require.NoError(t, err)
-	_, ok := em.scoreShape(&Data{Steps: 20})
-	assert.False(t, ok, "LinearizeMean scores keep the whole set's nominal: no reuse")
 }
 
 // TestTrialScoresLoopedTrialHorizon: on a task whose horizon is each trial's (reaching, whose
