@@ -226,6 +226,7 @@ type Evaluator struct {
 	kept    dataCache               // EvalRows' kept chunks (Batching.Keep)
 	flat    flatGraphs              // TrialScores' graphs declared for flat chunks (FlatChunks)
 	shapes  []loopedShape           // the looped form's compiled shapes (TrialScores reuses them)
+	reused  scoreReuse              // TrialScores' choice between those shapes and their own
 }
 
 // New returns an Evaluator for model m on backend b.

@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -24,7 +25,13 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 	if err != nil {
 		return nil, nil, err
 	}
-	if sh, ok := e.scoreShape(whole); ok {
+	if sh, ok := e.scoreShape(whole); ok && e.reuseForScores() {
+		t0 := time.Now()
+		defer func() {
+			e.mu.Lock()
+			e.reused.spent += time.Since(t0)
+			e.mu.Unlock()
+		}()
 		return e.trialScoresIn(trials, theta, sh)
 	}
 	N, T, n := len(trials), whole.Steps, len(e.sym.Spec.States)
@@ -107,6 +114,32 @@ func (e *Evaluator) noteShape(d *Data) {
 	if !slices.Contains(e.shapes, sh) {
 		e.shapes = append(e.shapes, sh)
 	}
+}
+
+// scoreReuse is the state of TrialScores' choice (reuseForScores).
+type scoreReuse struct {
+	spent time.Duration // wall time of the trial scores evaluated in compiled shapes
+	own   bool          // the scores have moved to shapes of their own
+}
+
+// reuseForScores says whether TrialScores evaluates in a shape the evaluator has compiled
+// (scoreShape) rather than in one of its own (rows of one trial). A compiled shape costs no
+// compile, but each score a row of the fit's (⌈trials / rows⌉ evaluations of rows × trials):
+// the better choice for one subject, not for many on a CPU (reaching on XLA's CPU plugin:
+// 0.4 s a subject in a fit's 50 × 50 shape, against a compile of about 6 s and 0.03 s a
+// subject after it). As in ski rental, compiled shapes are used until the time spent in them
+// reaches what compiling a shape has cost this evaluator on average (graph.ProgramStats.Waited:
+// less where NIOC_XLA_CACHE held the programs), then shapes of their own from then on, so
+// that the scores cost at most about twice the better of the two, whatever the number of
+// subjects and the device.
+func (e *Evaluator) reuseForScores() bool {
+	waited := e.engine.Stats().Waited
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.reused.own && e.reused.spent >= waited/time.Duration(max(1, len(e.shapes))) {
+		e.reused.own = true
+	}
+	return !e.reused.own
 }
 
 // scoreShape returns the compiled shape in which the trial scores of whole (one row of

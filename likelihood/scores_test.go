@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -76,7 +77,9 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 // has compiled nothing (rows of one trial each, an explicit nominal) to 1e-12, also when the
 // trials do not fill the last evaluation's rows. With LinearizeMean a row must hold all of the
 // subject's trials (their mean is each trial's nominal): a shape of fewer trials is not used.
-// With another number of steps no shape is reused.
+// Once the time spent so reaches what compiling a shape took (reuseForScores), the scores
+// are evaluated in shapes of their own, with the same values. With another number of steps no
+// shape is reused.
 func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
@@ -123,6 +126,8 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 				assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-9, "trial %d", r)
 			}
 
+			assert.Positive(t, e.reused.spent, "the time in compiled shapes is counted")
+
 			short := make([][][]float64, len(trials))
 			for r, tr := range trials {
 				short[r] = tr[:15]
@@ -130,15 +135,28 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 			_, _, err = e.TrialScores(short, theta)
 			require.NoError(t, err)
 			assert.Greater(t, e.engine.Stats().Builds, before, "another number of steps compiles its own shape")
+
+			built := e.engine.Stats().Builds
+			// Once that time reaches a compile's, the scores take shapes of their own.
+			e.reused.spent = time.Hour
+			ll, grad, err = e.TrialScores(trials, theta)
+			require.NoError(t, err)
+			assert.Greater(t, e.engine.Stats().Builds, built, "rows of one trial, compiled")
+			assert.True(t, e.reused.own)
+			assert.InDeltaSlice(t, wantLL, ll, 1e-12*math.Abs(wantLL[0]))
+			for r := range grad {
+				assert.InDeltaSlice(t, wantGrad[r], grad[r], 1e-9, "trial %d", r)
+			}
+			e.reused.spent = 0
+			assert.False(t, e.reuseForScores(), "for good")
 		})
 	}
 }
 
 // TestScoreShape: the trial scores take the compiled shape of the subject's steps that
 // evaluates the fewest trials in all (⌈trials / rows⌉ evaluations of rows × trials), then
-// the one that needs the fewest evaluations, with
-// LinearizeMean among those whose rows hold all of the subject's trials; none in the unrolled
-// form or for trials of their own length.
+// the one that needs the fewest evaluations, with LinearizeMean among those whose rows hold
+// all of the subject's trials; none in the unrolled form or for trials of their own length.
 func TestScoreShape(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
