@@ -8,9 +8,8 @@ import (
 )
 
 // Flat chunks: with LinearizeData the trials of a row are independent given its θ (each is
-// linearized at its own data), and with LinearizeMean given its θ and its nominal (the mean of
-// its trials, which the data alone fix, passed to each trial as an explicit input as
-// TrialScores does), so a row's log-likelihood and gradient are the sums of its trials'.
+// linearized at its own data), so a row's log-likelihood and gradient are the sums of its
+// trials'.
 // EvalRows can then run a call as chunks of single-trial rows (θ repeated for each
 // trial) in the graph of TrialScores, which a fit on the Go backend builds beside its first:
 // once few restarts are left, trials spread over every core in that smaller graph take less
@@ -19,8 +18,19 @@ import (
 // trials (a row's trials beyond its own) are skipped, not evaluated.
 //
 // Which calls run flat depends only on the call's rows and the declared graph (FlatChunks),
-// never on measured times, so a fit gives the same bits whenever it runs (the sums over a
-// row's trials are taken in another order than in the row's graph).
+// never on measured times, and a row gets the same bits either way (the unrolled graph gives
+// each trial's values, summed in trial order: Evaluator.perTrajectory), so a fit gives the
+// same bits whenever it runs and whatever other rows share its calls (other subjects').
+//
+// Not under LinearizeMean: there a row's nominal, its control law and the stages before the
+// tracking run once per row, so a single-trial row computes them again, and a row's values
+// in flat chunks differ from the row evaluated whole in their last bits (the gradient's sums
+// run in another order). Which calls run flat depends on the chunk size, which the Go
+// backend chooses by measured times, and on the other subjects' rows in a call, so a fit's
+// evaluations, and with them its estimates, changed from run to run and from a fit of the
+// subject alone (cart-pole linearized at the mean: 475 and 453 evaluations in two runs), for
+// no speed (2026-11-27, reaching's default fit: one subject 3.0–3.2 s either way, 12
+// subjects 33.0–33.9 s with them and 31.6 s without, 61–63 against 41–42 CPU-seconds).
 
 // EnvFlat is the environment variable that turns flat chunks off ("off"), for measurements.
 const EnvFlat = "NIOC_FLAT"
@@ -46,8 +56,7 @@ const flatElementCost = 30
 // FlatChunks declares that TrialScores will run, or has run, on trials (one subject's), so that
 // EvalRows may run calls in that graph's flat chunks where they take less time (see
 // flatPays). A call that arrives while the graph is still being built waits for it. It
-// applies with LinearizeData and LinearizeMean on the Go backend's unrolled form, and does
-// nothing otherwise.
+// applies with LinearizeData on the Go backend's unrolled form, and does nothing otherwise.
 func (e *Evaluator) FlatChunks(trials [][][]float64) error {
 	if !e.flattens() || e.opts.ValueOnly || e.looped() {
 		return nil
@@ -60,7 +69,7 @@ func (e *Evaluator) FlatChunks(trials [][][]float64) error {
 	if err != nil {
 		return err
 	}
-	g := flatGraph{F: len(trials), Steps: d.Steps, explicit: d.running != nil || e.opts.Linearize == LinearizeMean}
+	g := flatGraph{F: len(trials), Steps: d.Steps, explicit: d.running != nil}
 	e.flat.mu.Lock()
 	defer e.flat.mu.Unlock()
 	for _, h := range e.flat.graphs {
@@ -73,37 +82,21 @@ func (e *Evaluator) FlatChunks(trials [][][]float64) error {
 }
 
 // flattens reports whether the evaluator's rows may run as flat chunks: under LinearizeData
-// and LinearizeMean (LinearizeILQG's nominal is the iLQG solution of each row's θ).
-func (e *Evaluator) flattens() bool {
-	return e.opts.Linearize == LinearizeData || e.opts.Linearize == LinearizeMean
-}
+// alone (the other linearizations share a row's nominal among its trials).
+func (e *Evaluator) flattens() bool { return e.opts.Linearize == LinearizeData }
 
 // flatChunks prepares the trials of rows as chunks of g.F single-trial rows over g.Steps
 // steps, the last padded with copies of the last trial; owner[c][i] is the row of chunk c's
-// row i (−1 for padding). Under LinearizeMean each single-trial row gets its row's nominal
-// over g.Steps steps (rowNominal). It reports false where the chunks' graph would not be g's.
+// row i (−1 for padding). It reports false where the chunks' graph would not be g's.
 func (e *Evaluator) flatChunks(rows [][][][]float64, theta [][]float64, g flatGraph) (ds []*Data, thetas [][][]float64, owner [][]int, ok bool) {
 	type traj struct {
-		row, col int // the trial's row, and its column of the row's nominal
-		tr       [][]float64
+		row int // the trial's row
+		tr  [][]float64
 	}
-	n := len(e.sym.Spec.States)
-	mean := e.opts.Linearize == LinearizeMean
 	var all []traj
-	var nominals [][]float64 // under LinearizeMean each row's, [g.Steps+1][n][cols]
-	var cols []int
 	for r, row := range rows {
-		ncol := 1
-		if mean {
-			whole, err := e.prepare([][][][]float64{row}, 0, g.Steps)
-			if err != nil || whole.Steps != g.Steps {
-				return nil, nil, nil, false
-			}
-			src, c := whole.rowNominal(n)
-			nominals, cols, ncol = append(nominals, src), append(cols, c), c
-		}
-		for j, tr := range row {
-			all = append(all, traj{r, min(j, ncol-1), tr})
+		for _, tr := range row {
+			all = append(all, traj{r, tr})
 		}
 	}
 	trialHorizon := e.sym.Spec.PlanningHorizon() == models.HorizonTrial
@@ -126,16 +119,6 @@ func (e *Evaluator) flatChunks(rows [][][][]float64, theta [][]float64, g flatGr
 		}
 		if g.explicit && d.running == nil {
 			d.forceExplicit(trialHorizon)
-		}
-		if mean {
-			d.nominal = make([]float64, (g.Steps+1)*n*g.F)
-			for i := range g.F {
-				a := all[min(start+i, len(all)-1)]
-				src, c := nominals[a.row], cols[a.row]
-				for ti := range (g.Steps + 1) * n {
-					d.nominal[ti*g.F+i] = src[ti*c+a.col]
-				}
-			}
 		}
 		ds, thetas, owner = append(ds, d), append(thetas, th), append(owner, own)
 	}
