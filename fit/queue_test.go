@@ -14,17 +14,24 @@ import (
 // TestQueueIsExact fits five subjects through queues of several sizes and requires each
 // subject's result, bit for bit, to be the one of all subjects at once and of the subject
 // fitted alone; with a queue of one subject's restarts, a batch holds one subject's requests
-// and the subjects finish in order.
+// and the subjects finish in order; for the likelihood linearized at each trial's data and at
+// the mean of a subject's trials.
 func TestQueueIsExact(t *testing.T) {
+	for _, lin := range []likelihood.Linearization{likelihood.LinearizeData, likelihood.LinearizeMean} {
+		t.Run(string(lin), func(t *testing.T) { testQueueIsExact(t, likelihood.Options{Linearize: lin}) })
+	}
+}
+
+func testQueueIsExact(t *testing.T, lopts likelihood.Options) {
 	var subjects []Subject
 	for i := range 5 {
 		subjects = append(subjects, Subject{ID: string(rune('a' + i)), Trials: simulate(t, "linear", control.ObservePartial, 3+i%2, 0, uint64(10+i))})
 	}
 	base := Options{Restarts: 3, Seed: 4, MaxIter: 25, Queue: -1}
-	want := fitAll(t, newFitter(t, "linear", likelihood.Options{}, base), subjects)
+	want := fitAll(t, newFitter(t, "linear", lopts, base), subjects)
 	require.Len(t, want, len(subjects))
 	for _, s := range subjects[:2] {
-		alone := fitAll(t, newFitter(t, "linear", likelihood.Options{}, base), []Subject{s})[s.ID]
+		alone := fitAll(t, newFitter(t, "linear", lopts, base), []Subject{s})[s.ID]
 		alone.Seconds = 0
 		w := want[s.ID]
 		w.Seconds = 0
@@ -42,7 +49,7 @@ func TestQueueIsExact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := base
 			opts.Queue = tc.queue
-			f := newFitter(t, "linear", likelihood.Options{}, opts)
+			f := newFitter(t, "linear", lopts, opts)
 			var (
 				mu    sync.Mutex
 				order []string
