@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -25,14 +26,8 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 	if err != nil {
 		return nil, nil, err
 	}
-	if sh, ok := e.scoreShape(whole); ok && e.reuseForScores() {
-		t0 := time.Now()
-		defer func() {
-			e.mu.Lock()
-			e.reused.spent += time.Since(t0)
-			e.mu.Unlock()
-		}()
-		return e.trialScoresIn(trials, theta, sh)
+	if ll, g, ok, err := e.scoresInCompiled(whole, trials, theta); ok {
+		return ll, g, err
 	}
 	N, T, n := len(trials), whole.Steps, len(e.sym.Spec.States)
 	rows := make([][][][]float64, N)
@@ -118,8 +113,29 @@ func (e *Evaluator) noteShape(d *Data) {
 
 // scoreReuse is the state of TrialScores' choice (reuseForScores).
 type scoreReuse struct {
+	mu    sync.Mutex    // held while deciding and evaluating (scoresInCompiled)
 	spent time.Duration // wall time of the trial scores evaluated in compiled shapes
 	own   bool          // the scores have moved to shapes of their own
+}
+
+// scoresInCompiled is TrialScores in a compiled shape (scoreShape), where reuseForScores says
+// so; ok is false where it evaluated nothing. Scores evaluated so run one at a time, so that
+// each decision counts the time of those before it (the subjects of a fit that end together
+// would otherwise all decide before any had spent anything).
+func (e *Evaluator) scoresInCompiled(whole *Data, trials [][][]float64, theta []float64) (loglik []float64, grad [][]float64, ok bool, err error) {
+	sh, found := e.scoreShape(whole)
+	if !found {
+		return nil, nil, false, nil
+	}
+	e.reused.mu.Lock()
+	defer e.reused.mu.Unlock()
+	if !e.reuseForScores() {
+		return nil, nil, false, nil
+	}
+	t0 := time.Now()
+	loglik, grad, err = e.trialScoresIn(trials, theta, sh)
+	e.reused.spent += time.Since(t0)
+	return loglik, grad, true, err
 }
 
 // reuseForScores says whether TrialScores evaluates in a shape the evaluator has compiled
@@ -131,12 +147,13 @@ type scoreReuse struct {
 // reaches what compiling a shape has cost this evaluator on average (graph.ProgramStats.Waited:
 // less where NIOC_XLA_CACHE held the programs), then shapes of their own from then on, so
 // that the scores cost at most about twice the better of the two, whatever the number of
-// subjects and the device.
+// subjects and the device. The caller holds e.reused.mu.
 func (e *Evaluator) reuseForScores() bool {
 	waited := e.engine.Stats().Waited
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.reused.own && e.reused.spent >= waited/time.Duration(max(1, len(e.shapes))) {
+	shapes := len(e.shapes)
+	e.mu.Unlock()
+	if !e.reused.own && e.reused.spent >= waited/time.Duration(max(1, shapes)) {
 		e.reused.own = true
 	}
 	return !e.reused.own

@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,6 +152,47 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 			assert.False(t, e.reuseForScores(), "for good")
 		})
 	}
+}
+
+// TestTrialScoresConcurrent: subjects whose fits end together ask for their trial scores at
+// once; those evaluated in the compiled shape run one at a time (scoresInCompiled), and each
+// subject gets its own scores (those of an evaluator that has compiled nothing, to 1e-12),
+// whichever shape the decision gives it.
+func TestTrialScoresConcurrent(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 8, 20, 5)
+	opts := Options{Form: FormLooped, Linearize: LinearizeMean}
+	theta := withTemperature(m.Spec(), opts)
+	subjects := [][][][]float64{trials[:6], trials[1:7], trials[2:], trials[:5]}
+	fresh, err := New(m, b, opts)
+	require.NoError(t, err)
+	want := make([][]float64, len(subjects))
+	for i, s := range subjects {
+		want[i], _, err = fresh.TrialScores(s, theta)
+		require.NoError(t, err)
+	}
+	e, err := New(m, b, opts)
+	require.NoError(t, err)
+	_, _, err = e.EvalRows([][][][]float64{trials, trials}, [][]float64{theta, theta}, Batching{})
+	require.NoError(t, err)
+	got := make([][]float64, len(subjects))
+	var wg sync.WaitGroup
+	for i, s := range subjects {
+		wg.Go(func() {
+			var err error
+			got[i], _, err = e.TrialScores(s, theta)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for i := range subjects {
+		assert.InDeltaSlice(t, want[i], got[i], 1e-12*math.Abs(want[i][0]), "subject %d", i)
+	}
+	assert.Positive(t, e.reused.spent, "at least the first used the compiled shape")
 }
 
 // TestScoreShape: the trial scores take the compiled shape of the subject's steps that
