@@ -78,12 +78,7 @@ func TestFlatChunksEqualRows(t *testing.T) {
 // nothing): in flat chunks they differed in the gradient's last bits at 3 and 16 rows, which
 // changed fits' evaluations from run to run.
 func TestEvalRowsIndependentOfTheCall(t *testing.T) {
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
-	m, err := models.Get("reaching")
-	require.NoError(t, err)
-	natural, _ := testTheta(m.Spec())
-	trials := simulateTrials(t, m, control.ObservePartial, natural, 20, 30, 4)
+	b, m, trials := goFixture(t, "reaching", 20, 30, 4)
 	for _, lin := range []Linearization{LinearizeData, LinearizeMean} {
 		t.Run(string(lin), func(t *testing.T) {
 			opts := Options{Linearize: lin, FitTemperature: true}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -31,6 +33,17 @@ func simulateTrialsWith(t testing.TB, m models.Model, planner models.Planner, ob
 	xs, err := control.Simulate(m, pol, [][]float64{theta}, b, control.SimOptions{Observe: observe, Trials: trials, Seed: seed})
 	require.NoError(t, err)
 	return xs[0]
+}
+
+// goFixture returns the Go backend, the model of task and trials of the given number and
+// steps simulated from its default parameters, partially observed, with seed.
+func goFixture(t *testing.T, task string, trials, steps int, seed uint64) (backends.Backend, models.Model, [][][]float64) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get(task)
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	return b, m, simulateTrials(t, m, control.ObservePartial, natural, trials, steps, seed)
 }
 
 // testTheta returns the task's defaults (Spec.ScalableDefaults).

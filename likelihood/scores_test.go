@@ -7,25 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomlx/gomlx/backends"
-
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// scoreFixture returns the Go backend, the model of task and trials of the given number and
-// steps simulated from its default parameters, partially observed, with seed.
-func scoreFixture(t *testing.T, task string, trials, steps int, seed uint64) (backends.Backend, models.Model, [][][]float64) {
-	b, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
-	m, err := models.Get(task)
-	require.NoError(t, err)
-	natural, _ := testTheta(m.Spec())
-	return b, m, simulateTrials(t, m, control.ObservePartial, natural, trials, steps, seed)
-}
 
 // TestTrialScoresSumToTheSubjects: the per-trial log-likelihoods and scores of TrialScores
 // sum to the log-likelihood and gradient of the trials evaluated together, to 1e-12, for each
@@ -95,7 +82,7 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 // are evaluated in shapes of their own, with the same values. With another number of steps no
 // shape is reused.
 func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
-	b, m, trials := scoreFixture(t, "pendulum", 7, 20, 4)
+	b, m, trials := goFixture(t, "pendulum", 7, 20, 4)
 	for _, lin := range []Linearization{LinearizeData, LinearizeMean, LinearizeILQG} {
 		t.Run(string(lin), func(t *testing.T) {
 			opts := Options{Form: FormLooped, FitTemperature: true, Linearize: lin}
@@ -167,7 +154,7 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 // subject gets its own scores (those of an evaluator that has compiled nothing, to 1e-12),
 // whichever shape the decision gives it.
 func TestTrialScoresConcurrent(t *testing.T) {
-	b, m, trials := scoreFixture(t, "pendulum", 8, 20, 5)
+	b, m, trials := goFixture(t, "pendulum", 8, 20, 5)
 	opts := Options{Form: FormLooped, Linearize: LinearizeMean}
 	theta := withTemperature(m.Spec(), opts)
 	subjects := [][][][]float64{trials[:6], trials[1:7], trials[2:], trials[:5]}
@@ -239,7 +226,7 @@ func TestScoreShape(t *testing.T) {
 // the backward recursion's carry and its parameter, which a looped step cannot take: the
 // looped scores failed, and an XLA fit's robust intervals fell back to the Hessian's.
 func TestTrialScoresLoopedTrialHorizon(t *testing.T) {
-	b, m, trials := scoreFixture(t, "reaching", 5, 12, 4)
+	b, m, trials := goFixture(t, "reaching", 5, 12, 4)
 	opts := Options{Form: FormUnrolled, FitTemperature: true}
 	theta := withTemperature(m.Spec(), opts)
 	unrolled, err := New(m, b, opts)
