@@ -79,7 +79,7 @@ func TestFlatChunksEqualRows(t *testing.T) {
 // changed fits' evaluations from run to run.
 func TestEvalRowsIndependentOfTheCall(t *testing.T) {
 	b, m, trials := goFixture(t, "reaching", 20, 30, 4)
-	for _, lin := range []Linearization{LinearizeData, LinearizeMean} {
+	for _, lin := range []Linearization{LinearizeData, LinearizeMean, LinearizeILQG} {
 		t.Run(string(lin), func(t *testing.T) {
 			opts := Options{Linearize: lin, FitTemperature: true}
 			e, err := New(m, b, opts)
