@@ -14,10 +14,10 @@ import (
 // TestQueueIsExact fits five subjects through queues of several sizes and requires each
 // subject's result, bit for bit, to be the one of all subjects at once and of the subject
 // fitted alone; with a queue of one subject's restarts, a batch holds one subject's requests
-// and the subjects finish in order; for the likelihood linearized at each trial's data and at
-// the mean of a subject's trials.
+// and the subjects finish in order; for each linearization (each trial's data, the mean of a
+// subject's trials, the agent's iLQG plan).
 func TestQueueIsExact(t *testing.T) {
-	for _, lin := range []likelihood.Linearization{likelihood.LinearizeData, likelihood.LinearizeMean} {
+	for _, lin := range []likelihood.Linearization{likelihood.LinearizeData, likelihood.LinearizeMean, likelihood.LinearizeILQG} {
 		t.Run(string(lin), func(t *testing.T) { testQueueIsExact(t, likelihood.Options{Linearize: lin}) })
 	}
 }
