@@ -27,6 +27,9 @@ const (
 	// device has finished (pjrt.Client.SetAsyncExecution), on every plugin but the CPU one,
 	// whose buffers share host memory (docs/backends.md, "Calls that do not wait").
 	EnvXLAAsync = "NIOC_XLA_ASYNC"
+	// EnvXLAFusion chooses how XLA fuses operations: FusionBarriers (the CPU plugin's default),
+	// FusionXLA (other plugins' default) or FusionOff (docs/backends.md, "Fusion").
+	EnvXLAFusion = "NIOC_XLA_FUSION"
 )
 
 // DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.
@@ -127,9 +130,8 @@ func CompilesSlowly(b backends.Backend) bool {
 	return !strings.Contains(strings.ToLower(b.Name()), "simplego")
 }
 
-// CPUFlags are the XLA_FLAGS nioc-gpu sets for the CPU plugin when the user has set none.
-// XLA's operator-fusion pass takes time that grows steeply with graph size: on unrolled graphs
-// (linear task, T = 20, 18k nodes) 10 min with it and 12 s without; on the looped form's step
-// programs (reaching `loglik`, 27 programs of up to 3.9k nodes, 2 cores) 64.7 s with it and
-// 46.6 s without, for the same values. So it is turned off.
+// CPUFlags are the XLA_FLAGS nioc-gpu sets under FusionOff when the user has set none: XLA's
+// operator-fusion pass turned off. Fusion without AddFusionBarriers recomputes shared values in
+// every fusion that reads them, and takes time that grows steeply with graph size: on
+// unrolled graphs (linear task, T = 20, 18k nodes) 10 min with it and 12 s without.
 const CPUFlags = "--xla_disable_hlo_passes=fusion"

@@ -28,16 +28,20 @@ func cpuPlugin(t *testing.T) string {
 	return path
 }
 
-// TestXLACPUFlags checks that loading the CPU plugin turns XLA's fusion pass off when the user
-// set no XLA_FLAGS, and that the graphs it compiles then still compute the Go backend's values.
-func TestXLACPUFlags(t *testing.T) {
+// TestXLACPUFusion checks that loading the CPU plugin with neither XLA_FLAGS nor
+// NIOC_XLA_FUSION set leaves XLA's fusion on with barriers (FusionBarriers), and that the
+// graphs it compiles then still compute the Go backend's values.
+func TestXLACPUFusion(t *testing.T) {
 	cpuPlugin(t)
 	t.Setenv("XLA_FLAGS", "")
+	t.Setenv(EnvXLAFusion, "")
 	bx, err := NewBackend(BackendXLA)
 	require.NoError(t, err)
-	assert.Equal(t, CPUFlags, os.Getenv("XLA_FLAGS"))
+	assert.Equal(t, FusionBarriers, FusionModeOf(bx))
+	assert.Empty(t, os.Getenv("XLA_FLAGS"), "fusion stays on")
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
+	assert.Empty(t, FusionModeOf(bg))
 	assert.True(t, CompilesSlowly(bx))
 	assert.False(t, CompilesSlowly(bg))
 	x := []float64{0.3, -1.2, 2.5, 0.7}
@@ -45,7 +49,8 @@ func TestXLACPUFlags(t *testing.T) {
 	for i, b := range []backends.Backend{bg, bx} {
 		prog := NewProgram(b, "flags", func(g *G.Graph, in []*G.Node) []*G.Node {
 			s := N(in[0])
-			return []*G.Node{Add(Mul(Sin(s), Exp(s)), Sqrt(Square(s))).Node(g)}
+			e := Mul(Sin(s), Exp(s)) // read three times: a barrier on XLA
+			return []*G.Node{Add(Add(e, Sqrt(Square(s))), Mul(e, e)).Node(g)}
 		})
 		out, err := prog.Run(NewTensor(x, 4))
 		require.NoError(t, err)

@@ -39,17 +39,28 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	if shared {
 		config += ",shared_buffers" // host memory is the device's: no copies
 	}
-	if strings.Contains(filepath.Base(path), "cpu") && os.Getenv("XLA_FLAGS") == "" {
-		os.Setenv("XLA_FLAGS", CPUFlags)
+	fusion, err := fusionMode(strings.Contains(filepath.Base(path), "cpu"))
+	if err != nil {
+		return nil, err
 	}
-	if strings.Contains(filepath.Base(path), "cuda") && os.Getenv("XLA_FLAGS") == "" {
-		// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
-		os.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
+	if os.Getenv("XLA_FLAGS") == "" {
+		var flags []string
+		if strings.Contains(filepath.Base(path), "cuda") {
+			// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
+			flags = append(flags, "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
+		}
+		if fusion == FusionOff {
+			flags = append(flags, CPUFlags)
+		}
+		if len(flags) > 0 {
+			os.Setenv("XLA_FLAGS", strings.Join(flags, " "))
+		}
 	}
 	b, err = xla.New(config)
 	if err != nil {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}
+	fusionModes.Store(b, fusion)
 	xb := b.(*xla.Backend)
 	client := xb.Client()
 	client.SetAsyncExecution(async)

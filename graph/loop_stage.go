@@ -80,11 +80,8 @@ func (e *Engine) compile(p *stageProg, late bool) {
 			}
 			p.tape, _ = compileTape(p.g, params, p.outputs) // nil: simplego runs p.g
 		}
-		switch {
-		case p.rewrite != nil:
-			p.g.CompileRewritten(p.rewrite, p.outputs...)
-		case p.tape == nil:
-			p.g.Compile(p.outputs...)
+		if p.rewrite != nil || p.tape == nil {
+			compileGraph(e.backend, p.g, p.rewrite, p.outputs...)
 		}
 		e.mu.Lock()
 		e.stats.CompileTime += time.Since(t0)

@@ -121,7 +121,7 @@ func (p *Program) build1(cg *compiledGraph, dims [][]int) (err error) {
 		tp, _ = compileTape(g, inputs, outputs) // nil: an operation it lacks, simplego runs g
 	}
 	if tp == nil {
-		g.Compile(outputs...)
+		compileGraph(p.backend, g, nil, outputs...)
 	}
 	t2 := time.Now()
 	p.mu.Lock()

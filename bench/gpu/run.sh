@@ -13,6 +13,9 @@
 #   bench/gpu/run.sh async     reaching (TASKS) per evaluation at ROWS (1,50) vectors with calls that
 #                              wait for the device and calls that return once enqueued
 #                              (NIOC_XLA_ASYNC=0, 1)
+#   bench/gpu/run.sh fusion    reaching and cart-pole (TASKS) per evaluation at ROWS (1,50) vectors with
+#                              XLA's own fusion (the GPU default) and with fusion barriers
+#                              (NIOC_XLA_FUSION=xla, barriers; the CPU plugin's default)
 #   bench/gpu/run.sh fit       SUBJECTS (100) reaching subjects (50 restarts × 50 trials,
 #                              partially observable) through the subject queue (--queue QUEUE,
 #                              default 0: by backend; -1: all at once): wall time, subjects per
@@ -27,7 +30,7 @@
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
 #                              check likelihood.DefaultStepsPerCall (all) for CUDA
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env cache blocks async tasks fit) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env cache blocks async fusion tasks fit) in one call,
 #                              within BUDGET_S seconds (540), ROWS=50 unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
@@ -39,7 +42,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|fit|sweep|tasks|forward|sample|blocks|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|fusion|fit|sweep|tasks|forward|sample|blocks|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -47,7 +50,7 @@ all)
 	# One call for a session whose device time is short: the steps of STEPS_LIST in order, each
 	# under what is left of BUDGET_S seconds; a step is skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env cache blocks async tasks fit}; do
+	for s in ${STEPS_LIST:-env cache blocks async fusion tasks fit}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -129,6 +132,13 @@ out=$OUT/$step.md
 			echo "## NIOC_XLA_ASYNC=$a"
 			echo
 			NIOC_XLA_ASYNC=$a bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off
+		done
+		;;
+	fusion)
+		for f in xla barriers; do
+			echo "## NIOC_XLA_FUSION=$f"
+			echo
+			NIOC_XLA_FUSION=$f bin/bench-table -tasks "${TASKS:-reaching,cartpole}" -rows "${ROWS:-1,50}" -fits=false -xla off
 		done
 		;;
 	fit)

@@ -51,6 +51,12 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s, %d programs, %.1f MB\n", graph.EnvXLACache, dir, n, float64(size)/1e6)
 	}
+	switch f := os.Getenv(graph.EnvXLAFusion); f {
+	case "":
+		fmt.Fprintf(stdout, "fusion: XLA's own on GPUs; on the CPU plugin with a barrier after each shared value ($%s=barriers|xla|off)\n", graph.EnvXLAFusion)
+	default:
+		fmt.Fprintf(stdout, "fusion: $%s=%s\n", graph.EnvXLAFusion, f)
+	}
 	if os.Getenv(graph.EnvXLAAsync) == "1" {
 		fmt.Fprintf(stdout, "calls that do not wait: on for GPU plugins ($%s=1); the CPU plugin's calls wait (its buffers share host memory)\n", graph.EnvXLAAsync)
 	}
