@@ -28,7 +28,7 @@ const (
 	// whose buffers share host memory (docs/backends.md, "Calls that do not wait").
 	EnvXLAAsync = "NIOC_XLA_ASYNC"
 	// EnvXLAFusion chooses how XLA fuses operations: FusionBarriers (the CPU plugin's default),
-	// FusionXLA (other plugins' default) or FusionOff (docs/backends.md, "Fusion").
+	// FusionXLA (other plugins' default) or FusionOff (docs/backends.md, "Fusion with barriers").
 	EnvXLAFusion = "NIOC_XLA_FUSION"
 )
 

@@ -98,7 +98,7 @@ const barrierPrefix = "%fb_"
 // from 2,654 multiplies to 44,567, and ran 3.2 times slower fused than unfused. A barrier
 // cannot be fused through, so the fusions become trees of values read once, and a program
 // runs a kernel per tree instead of a kernel per operation (the same VJP: 4,461 kernels a step
-// unfused, 1,134 fused between barriers). docs/backends.md, "Fusion", has the measurements.
+// unfused, 1,134 fused between barriers). docs/backends.md, "Fusion with barriers", has the measurements.
 func AddFusionBarriers(text string) (string, error) {
 	if strings.Contains(text, barrierPrefix) {
 		return "", fmt.Errorf("graph: AddFusionBarriers: the program already has names starting %s", barrierPrefix)
