@@ -66,7 +66,11 @@ func compileGraph(b backends.Backend, g *G.Graph, rewrite rewriteFunc, outputs .
 					return "", err
 				}
 			}
-			return AddFusionBarriers(text)
+			out, err := AddFusionBarriers(text)
+			if err != nil {
+				return "", fmt.Errorf("%w (%s=%s compiles without barriers)", err, EnvXLAFusion, FusionOff)
+			}
+			return out, nil
 		}
 	}
 	if rewrite != nil {
