@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -128,4 +129,25 @@ func TestFusionBarriersCompile(t *testing.T) {
 	}
 	assert.Contains(t, seen, "optimization_barrier")
 	assert.InDeltaSlice(t, res[0], res[1], 1e-14)
+}
+
+// TestFusionBarriersErrorNamesTheWayOut: a program text the barriers cannot read fails to
+// compile with an error that names the mode that compiles without them.
+func TestFusionBarriersErrorNamesTheWayOut(t *testing.T) {
+	cpuPlugin(t)
+	b, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	if FusionModeOf(b) != FusionBarriers {
+		t.Skipf("the XLA backend of this process was loaded with %s=%s", EnvXLAFusion, FusionModeOf(b))
+	}
+	g := G.NewGraph(b, "unreadable")
+	y := G.Neg(G.Parameter(g, "x", shapes.Make(dtypes.Float64, 3)))
+	unbalanced := func(string) (string, error) { return "module @m {\n  func.func @main() -> () {\n", nil }
+	var msg string
+	func() {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		compileGraph(b, g, unbalanced, y)
+	}()
+	assert.Contains(t, msg, "unbalanced braces")
+	assert.Contains(t, msg, "(NIOC_XLA_FUSION=off compiles without barriers)")
 }
