@@ -130,6 +130,20 @@ func CompilesSlowly(b backends.Backend) bool {
 	return !strings.Contains(strings.ToLower(b.Name()), "simplego")
 }
 
+// hostXLA holds the XLA backends loaded from a CPU plugin (backends.Backend → struct{}).
+var hostXLA sync.Map
+
+// RunsOnHost reports whether b computes on the host's CPU cores: the Go backend and XLA's CPU
+// plugin, where programs run concurrently take a core each, so that a batch is best split into
+// a chunk per core; an accelerator runs one program of the whole batch best.
+func RunsOnHost(b backends.Backend) bool {
+	if !CompilesSlowly(b) {
+		return true
+	}
+	_, ok := hostXLA.Load(b)
+	return ok
+}
+
 // CPUFlags are the XLA_FLAGS nioc-gpu sets under FusionOff when the user has set none: XLA's
 // operator-fusion pass turned off. Fusion without AddFusionBarriers recomputes shared values in
 // every fusion that reads them, and takes time that grows steeply with graph size: on

@@ -44,6 +44,8 @@ func TestXLACPUFusion(t *testing.T) {
 	assert.Empty(t, FusionModeOf(bg))
 	assert.True(t, CompilesSlowly(bx))
 	assert.False(t, CompilesSlowly(bg))
+	assert.True(t, RunsOnHost(bx), "the CPU plugin computes on the host's cores")
+	assert.True(t, RunsOnHost(bg))
 	x := []float64{0.3, -1.2, 2.5, 0.7}
 	var got [2][]float64
 	for i, b := range []backends.Backend{bg, bx} {

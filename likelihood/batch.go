@@ -68,7 +68,7 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
-	ladder := chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow)
+	ladder := chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow, graph.RunsOnHost(e.Backend()))
 	chunk := ladderRung(ladder, len(rows), workers)
 	if !slow {
 		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps, ladder, e.meanBuild())
@@ -153,8 +153,12 @@ func (e *Evaluator) meanBuild() time.Duration {
 // (the Go backend: building and differentiating the unrolled graph, 0.1–2.5 s by task) or a
 // compile (XLA: seconds), so the sizes come from a short ladder fixed for the whole fit:
 //
-//   - on a backend that compiles slowly (XLA), one size, the largest needed: every call
-//     compiles nothing new;
+//   - on a backend that compiles slowly (XLA), one size: every call compiles nothing new. On
+//     an accelerator it is the largest needed (Most rows, at most most), one program for the
+//     whole batch; on XLA's CPU plugin (graph.RunsOnHost) it is ⌈Most / workers⌉ rows (at
+//     most most), so that the chunks of a call run one per core as on the Go backend, and a
+//     call of fewer rows pads into fewer chunks (a fit of one subject with 10 restarts on 2
+//     cores, navigation: 2.5 → 2.2 s; docs/backends.md, "Sequential thunks");
 //   - on the Go backend, top = ⌈Most / workers⌉ rows (at most most), then top/4, top/16,
 //     …, and 1: the smallest size that puts every row in one round of chunks over the cores, or
 //     top when none does. A chunk's time there is a fixed cost per graph node plus a cost per
@@ -163,8 +167,8 @@ func (e *Evaluator) meanBuild() time.Duration {
 //     rung costs less than building the graph of another size (docs/benchmarks.md, "Speed").
 //
 // Most is the most rows any call of the fit passes (0: unknown, then top is most).
-func chunkRows(rows, most, Most, workers int, compilesSlowly bool) int {
-	return ladderRung(chunkLadder(most, Most, workers, compilesSlowly), rows, workers)
+func chunkRows(rows, most, Most, workers int, compilesSlowly, onHost bool) int {
+	return ladderRung(chunkLadder(most, Most, workers, compilesSlowly, onHost), rows, workers)
 }
 
 // ladderRung returns the smallest size of ladder (largest first) that puts rows rows in one
@@ -181,11 +185,11 @@ func ladderRung(ladder []int, rows, workers int) int {
 }
 
 // chunkLadder returns the chunk sizes chunkRows chooses from, largest first.
-func chunkLadder(most, Most, workers int, compilesSlowly bool) []int {
+func chunkLadder(most, Most, workers int, compilesSlowly, onHost bool) []int {
 	top := most
 	if Most > 0 {
 		top = min(top, (Most+workers-1)/workers)
-		if compilesSlowly {
+		if compilesSlowly && !onHost {
 			top = min(most, Most)
 		}
 	}

@@ -11,35 +11,42 @@ func TestChunkRows(t *testing.T) {
 	tests := []struct {
 		name                      string
 		rows, most, Most, workers int
-		slow                      bool
+		slow, host                bool
 		want                      int
 	}{
-		{"10 restarts start: two chunks of 5", 10, 50, 10, 2, false, 5},
-		{"7 rows left: still the top rung", 7, 50, 10, 2, false, 5},
-		{"3 rows left: one padded chunk beats two rounds", 3, 50, 10, 2, false, 5},
-		{"2 rows left: one row per core", 2, 50, 10, 2, false, 1},
-		{"1 row left", 1, 50, 10, 2, false, 1},
-		{"50 restarts: 25, then 6, then 1", 50, 50, 50, 2, false, 25},
-		{"12 of 50 restarts left", 12, 50, 50, 2, false, 6},
-		{"13 of 50 restarts left", 13, 50, 50, 2, false, 25},
-		{"many subjects: capped by MaxBatch", 5000, 50, 5000, 2, false, 50},
-		{"many subjects, 90 left", 90, 50, 5000, 2, false, 50},
-		{"many subjects, 24 left", 24, 50, 5000, 2, false, 12},
-		{"unknown Most: the ladder from MaxBatch", 10, 50, 0, 2, false, 12},
-		{"one core", 10, 50, 10, 1, false, 10},
-		{"one core, 2 left", 2, 50, 10, 1, false, 2},
-		{"one core, 1 left", 1, 50, 10, 1, false, 1},
-		{"xla: one size", 3, 50, 10, 2, true, 10},
-		{"xla: capped", 3, 50, 5000, 2, true, 50},
+		{"10 restarts start: two chunks of 5", 10, 50, 10, 2, false, true, 5},
+		{"7 rows left: still the top rung", 7, 50, 10, 2, false, true, 5},
+		{"3 rows left: one padded chunk beats two rounds", 3, 50, 10, 2, false, true, 5},
+		{"2 rows left: one row per core", 2, 50, 10, 2, false, true, 1},
+		{"1 row left", 1, 50, 10, 2, false, true, 1},
+		{"50 restarts: 25, then 6, then 1", 50, 50, 50, 2, false, true, 25},
+		{"12 of 50 restarts left", 12, 50, 50, 2, false, true, 6},
+		{"13 of 50 restarts left", 13, 50, 50, 2, false, true, 25},
+		{"many subjects: capped by MaxBatch", 5000, 50, 5000, 2, false, true, 50},
+		{"many subjects, 90 left", 90, 50, 5000, 2, false, true, 50},
+		{"many subjects, 24 left", 24, 50, 5000, 2, false, true, 12},
+		{"unknown Most: the ladder from MaxBatch", 10, 50, 0, 2, false, true, 12},
+		{"one core", 10, 50, 10, 1, false, true, 10},
+		{"one core, 2 left", 2, 50, 10, 1, false, true, 2},
+		{"one core, 1 left", 1, 50, 10, 1, false, true, 1},
+		{"xla on a GPU: one size", 3, 50, 10, 2, true, false, 10},
+		{"xla on a GPU: one size, 10 rows", 10, 50, 10, 2, true, false, 10},
+		{"xla on a GPU: capped", 3, 50, 5000, 2, true, false, 50},
+		{"xla on the CPU: one size, a chunk a core", 10, 50, 10, 2, true, true, 5},
+		{"xla on the CPU: 3 rows pad one chunk", 3, 50, 10, 2, true, true, 5},
+		{"xla on the CPU: 1 row still the one size", 1, 50, 10, 2, true, true, 5},
+		{"xla on the CPU: many subjects, capped", 3, 50, 5000, 2, true, true, 50},
+		{"xla on the CPU: odd rows round up", 7, 50, 7, 2, true, true, 4},
+		{"xla on the CPU, one core", 10, 50, 10, 1, true, true, 10},
 	}
 	for _, tc := range tests {
-		got := chunkRows(tc.rows, tc.most, tc.Most, tc.workers, tc.slow)
+		got := chunkRows(tc.rows, tc.most, tc.Most, tc.workers, tc.slow, tc.host)
 		assert.Equal(t, tc.want, got, tc.name)
 	}
 	// The Go backend's sizes over a whole fit form a short ladder.
 	sizes := map[int]bool{}
 	for rows := 50; rows >= 1; rows-- {
-		sizes[chunkRows(rows, 50, 50, 2, false)] = true
+		sizes[chunkRows(rows, 50, 50, 2, false, true)] = true
 	}
 	assert.Equal(t, map[int]bool{25: true, 6: true, 1: true}, sizes)
 }
