@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/xla"
@@ -15,6 +16,9 @@ import (
 // HasXLA reports whether this binary was built with the XLA backend (cgo, and not the noxla
 // build tag); a build without it runs the pure-Go backend only and cross-compiles.
 const HasXLA = true
+
+// heapOnce sets glibc's malloc thresholds for the CPU plugin once a process (keepHostHeap).
+var heapOnce sync.Once
 
 func newXLA(plugin string) (b backends.Backend, err error) {
 	xla.EnableAutoInstall(false) // never download: this environment may have no internet
@@ -61,6 +65,10 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}
 	fusionModes.Store(b, fusion)
+	if strings.Contains(filepath.Base(path), "cpu") {
+		hostXLA.Store(b, struct{}{})
+		heapOnce.Do(func() { keepHostHeap() })
+	}
 	xb := b.(*xla.Backend)
 	client := xb.Client()
 	client.SetAsyncExecution(async)
