@@ -85,6 +85,11 @@ PIP_DL  := python3 -m pip download --no-deps --only-binary=:all: --python-versio
 CPU_WHEEL     := lammps_jax_pjrt_cpu-0.11.2-py3-none-manylinux_2_27_x86_64.whl
 CPU_WHEEL_SHA := 1319390d948b39f69f7dade496b7c385149d9ca6097a6b62114da113216d9ad1
 
+# XLA_CPU_SEQUENTIAL=1 (the default) patches the plugin so that its programs run their kernels
+# one after another on the calling thread (cmd/xla-cpu-patch; docs/backends.md, "Sequential
+# thunks"); XLA_CPU_SEQUENTIAL=0 installs it as the wheel has it.
+XLA_CPU_SEQUENTIAL ?= 1
+
 xla-cpu:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(PIP_DL) --platform manylinux_2_27_x86_64 -d "$$tmp" lammps-jax-pjrt-cpu==0.11.2 && \
@@ -92,6 +97,7 @@ xla-cpu:
 	mkdir -p $(PREFIX)/go-xla && \
 	unzip -p "$$tmp/$(CPU_WHEEL)" lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so > $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp && \
 	chmod 0755 $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp && \
+	if [ "$(XLA_CPU_SEQUENTIAL)" = 1 ]; then $(GO) run ./cmd/xla-cpu-patch $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp; fi && \
 	mv $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so.tmp $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so && \
 	nm -D --defined-only $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so | grep -q ' T GetPjrtApi' && \
 	echo "installed $(PREFIX)/go-xla/pjrt_c_api_cpu_plugin.so"

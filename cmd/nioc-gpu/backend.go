@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/graph/xlapatch"
 )
 
 func init() {
@@ -40,6 +41,9 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "  %-4s %s\n", name, path)
+		if name == "cpu" {
+			fmt.Fprintf(stdout, "       %s\n", cpuThunks(path))
+		}
 		if *check {
 			fmt.Fprintf(stdout, "       %s\n", smokeTest(path))
 		}
@@ -61,6 +65,20 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "calls that do not wait: on for GPU plugins ($%s=1); the CPU plugin's calls wait (its buffers share host memory)\n", graph.EnvXLAAsync)
 	}
 	return nil
+}
+
+// cpuThunks says how the CPU plugin at path runs a program's kernels (graph/xlapatch).
+func cpuThunks(path string) string {
+	switch st, err := xlapatch.CPU.Check(path); {
+	case err != nil:
+		return "thunks: " + err.Error()
+	case st == xlapatch.Sequential:
+		return "thunks: sequential, on the calling thread (patched by make xla-cpu)"
+	case st == xlapatch.Concurrent:
+		return "thunks: concurrent, XLA's default (make xla-cpu, or go run ./cmd/xla-cpu-patch " + path + ", runs them sequentially: faster on 2 cores)"
+	default:
+		return "thunks: XLA's default (not " + xlapatch.CPU.Name + ", which make xla-cpu installs)"
+	}
 }
 
 // smokeTest loads a plugin and compares sin(x)·y and its gradient with the Go backend.
