@@ -144,10 +144,12 @@ func (f *Fitter) queueRows(trials int) int {
 	// subjects at once (20 reaching subjects, 10 restarts), four took the same (80 subjects:
 	// 97.2 against 96.4 s).
 	chunks := 4 * max(1, runtime.GOMAXPROCS(0))
-	if graph.CompilesSlowly(f.e.Backend()) {
-		// XLA: two chunks, one prepared and uploaded while the other runs; on an H200 one
-		// chunk alone took 23–40 % longer (100 reaching subjects) and every subject at once
-		// ran out of memory (1,000 subjects): docs/backends.md, "H200, measured 2026-11-25".
+	if b := f.e.Backend(); graph.CompilesSlowly(b) && !graph.RunsOnHost(b) {
+		// XLA on an accelerator: two chunks, one prepared and uploaded while the other runs;
+		// on an H200 one chunk alone took 23–40 % longer (100 reaching subjects) and every
+		// subject at once ran out of memory (1,000 subjects): docs/backends.md, "H200,
+		// measured 2026-11-25". XLA's CPU plugin runs chunks of HostBatch trajectories a core,
+		// as the Go backend does, and takes the Go backend's queue.
 		chunks = 2
 	}
 	return max(chunk*chunks, f.opts.Restarts)

@@ -85,8 +85,9 @@ type Options struct {
 	// one subject always runs), so that a fit of many subjects evaluates batches of about
 	// Queue rows from start to end instead of all subjects' restarts at first and a few at
 	// the end. A subject's result does not depend on it. 0 means by backend: on the Go
-	// backend four full chunks (MaxBatch / trials rows) per core, on XLA two full chunks (its
-	// chunks are all padded to one size); never fewer than a subject's restarts. A negative
+	// backend and XLA's CPU plugin four full chunks (MaxBatch / trials rows) per core, on XLA
+	// on an accelerator two full chunks (its chunks are all padded to one size); never fewer
+	// than a subject's restarts. A negative
 	// value starts every subject at once.
 	Queue int
 

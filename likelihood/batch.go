@@ -12,6 +12,13 @@ import (
 // DefaultMaxBatch is the default bound on rows × trials of one graph run of EvalRows.
 const DefaultMaxBatch = 2500
 
+// HostBatch bounds rows × trials of one graph run of EvalRows on XLA's CPU plugin, below
+// MaxBatch: there a chunk runs on one core, and smaller chunks run more of them at once and keep
+// their buffers in the core's caches and glibc's heap. 12 reaching subjects, 5 restarts each, 50
+// trials, on 2 cores: 13.9–14.0 s in chunks of 50 rows, 8.7–9.2 s in chunks of 5 to 15
+// (docs/backends.md, "Sequential thunks").
+const HostBatch = 500
+
 // Batching says how EvalRows splits its rows into graph runs.
 type Batching struct {
 	// Trials is the number of trials every row is padded to (Prepare), the same in every
@@ -68,7 +75,8 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
-	ladder := chunkLadder(max(1, maxBatch/trials), b.Most, workers, slow, graph.RunsOnHost(e.Backend()))
+	host := graph.RunsOnHost(e.Backend())
+	ladder := chunkLadder(chunkMost(maxBatch, trials, slow, host), b.Most, workers, slow, host)
 	chunk := ladderRung(ladder, len(rows), workers)
 	if !slow {
 		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps, ladder, e.meanBuild())
@@ -155,10 +163,10 @@ func (e *Evaluator) meanBuild() time.Duration {
 //
 //   - on a backend that compiles slowly (XLA), one size: every call compiles nothing new. On
 //     an accelerator it is the largest needed (Most rows, at most most), one program for the
-//     whole batch; on XLA's CPU plugin (graph.RunsOnHost) it is ⌈Most / workers⌉ rows (at
-//     most most), so that the chunks of a call run one per core as on the Go backend, and a
-//     call of fewer rows pads into fewer chunks (a fit of one subject with 10 restarts on 2
-//     cores, navigation: 2.5 → 2.2 s; docs/backends.md, "Sequential thunks");
+//     whole batch; on XLA's CPU plugin (graph.RunsOnHost) it is ⌈Most / workers⌉ rows, at
+//     most most, which EvalRows takes from HostBatch there, so that the chunks of a call run
+//     one per core as on the Go backend, and a call of fewer rows pads into fewer chunks
+//     (docs/backends.md, "Sequential thunks");
 //   - on the Go backend, top = ⌈Most / workers⌉ rows (at most most), then top/4, top/16,
 //     …, and 1: the smallest size that puts every row in one round of chunks over the cores, or
 //     top when none does. A chunk's time there is a fixed cost per graph node plus a cost per
@@ -182,6 +190,16 @@ func ladderRung(ladder []int, rows, workers int) int {
 		chunk = c
 	}
 	return chunk
+}
+
+// chunkMost returns the most rows of trials trials that one chunk holds: maxBatch / trials, and
+// at most HostBatch / trials on XLA's CPU plugin (a backend that compiles slowly, on the host);
+// at least 1.
+func chunkMost(maxBatch, trials int, compilesSlowly, onHost bool) int {
+	if compilesSlowly && onHost {
+		maxBatch = min(maxBatch, HostBatch)
+	}
+	return max(1, maxBatch/max(trials, 1))
 }
 
 // chunkLadder returns the chunk sizes chunkRows chooses from, largest first.

@@ -51,6 +51,27 @@ func TestChunkRows(t *testing.T) {
 	assert.Equal(t, map[int]bool{25: true, 6: true, 1: true}, sizes)
 }
 
+func TestChunkMost(t *testing.T) {
+	tests := []struct {
+		name             string
+		maxBatch, trials int
+		slow, host       bool
+		want             int
+	}{
+		{"go", 2500, 50, false, true, 50},
+		{"xla on a GPU", 2500, 50, true, false, 50},
+		{"xla on the CPU: HostBatch", 2500, 50, true, true, 10},
+		{"xla on the CPU: a smaller MaxBatch stands", 200, 50, true, true, 4},
+		{"xla on the CPU: long rows, one a chunk", 2500, 800, true, true, 1},
+		{"go: long rows", 2500, 3000, false, true, 1},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, chunkMost(tc.maxBatch, tc.trials, tc.slow, tc.host), tc.name)
+	}
+	// 12 subjects of 50 trials, 5 restarts each, on XLA's CPU plugin, 2 cores: chunks of 10.
+	assert.Equal(t, 10, chunkRows(60, chunkMost(2500, 50, true, true), 60, 2, true, true))
+}
+
 // The planner pads into a built size until the padding has cost a build, then builds the
 // ideal size; it never pads into a size that has not run, and uses a built ideal size at once.
 func TestChunkPlannerRentsThenBuilds(t *testing.T) {
