@@ -72,3 +72,21 @@ func TestWithInit(t *testing.T) {
 	_, _, _, err = s.WithInit(path, []string{"s3"})
 	assert.ErrorContains(t, err, "--init")
 }
+
+func TestSampledTogether(t *testing.T) {
+	tests := []struct {
+		name                                         string
+		together, maxBatch, trials, chains, subjects int
+		want                                         int
+	}{
+		{"as many as a run holds", 0, 2500, 20, 2, 100, 62},
+		{"no more than there are", 0, 2500, 20, 2, 3, 3},
+		{"one subject", 0, 2500, 50, 4, 1, 1},
+		{"a run too small for one subject's chains", 0, 100, 50, 4, 10, 1},
+		{"set by the user", 5, 2500, 20, 2, 100, 5},
+		{"set above the subjects", 5, 2500, 20, 2, 2, 2},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, sampledTogether(tc.together, tc.maxBatch, tc.trials, tc.chains, tc.subjects), tc.name)
+	}
+}
