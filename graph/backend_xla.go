@@ -44,7 +44,8 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	if shared {
 		config += ",shared_buffers" // host memory is the device's: no copies
 	}
-	fusion, err := fusionMode(strings.Contains(filepath.Base(path), "cpu"))
+	cpu := strings.Contains(filepath.Base(path), "cpu")
+	fusion, err := fusionMode(cpu)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 		return nil, fmt.Errorf("loading PJRT plugin %s: %w", path, err)
 	}
 	fusionModes.Store(b, fusion)
-	if strings.Contains(filepath.Base(path), "cpu") {
+	if cpu {
 		hostXLA.Store(b, struct{}{})
 		heapOnce.Do(func() { keepHostHeap() })
 	}

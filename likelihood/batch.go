@@ -15,8 +15,8 @@ const DefaultMaxBatch = 2500
 // HostBatch bounds rows × trials of one graph run of EvalRows on XLA's CPU plugin, below
 // MaxBatch: there a chunk runs on one core, and smaller chunks run more of them at once and keep
 // their buffers in the core's caches and glibc's heap. 12 reaching subjects, 5 restarts each, 50
-// trials, on 2 cores: 13.9–14.0 s in chunks of 50 rows, 8.7–9.2 s in chunks of 5 to 15
-// (docs/backends.md, "Sequential thunks").
+// trials, on 2 cores, the plugin's kernels run sequentially (graph/xlapatch): 17.3–18.7 s in
+// chunks of 50 rows, 8.7–9.2 s in chunks of 5 to 15 (docs/backends.md, "Sequential thunks").
 const HostBatch = 500
 
 // Batching says how EvalRows splits its rows into graph runs.
