@@ -128,7 +128,8 @@ gpu-binaries:
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w -X main.version=$(VERSION)" -o bin/nioc-gpu ./cmd/nioc-gpu
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o bin/bench-table ./bench/table
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o bin/bench-sample ./bench/sample
-	tar -C bin -czf bin/gpu-binaries.tar.gz nioc-gpu bench-table bench-sample
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o bin/likelihood.test ./likelihood
+	tar -C bin -czf bin/gpu-binaries.tar.gz nioc-gpu bench-table bench-sample likelihood.test
 
 # Binaries for every laptop: the pure-Go backend only (CGO_ENABLED=0, no XLA), cross-compiled
 # to dist/ with their SHA-256 sums. `nioc-gpu backend` says a binary has no XLA.

@@ -26,6 +26,8 @@ type Engine struct {
 	calls int
 	block int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
 	while bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
+
+	gathers gatherProgs // Gather's programs
 }
 
 // NewEngine returns an Engine that compiles for backend b.

@@ -116,12 +116,12 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 			var err error
 			if b.Keep {
 				var k *keptData
-				d, k, err = e.kept.get(call, dataRows, trials, steps, func() (*Data, error) { return e.prepare(dataRows, trials, steps) })
+				d, k, err = e.kept.get(call, dataRows, trials, steps, func() (*Data, error) { return e.prepareChunk(dataRows, trials, steps) })
 				if err == nil {
 					defer e.kept.put(k)
 				}
 			} else {
-				d, err = e.prepare(dataRows, trials, steps)
+				d, err = e.prepareChunk(dataRows, trials, steps)
 			}
 			if err != nil {
 				errs[c] = err

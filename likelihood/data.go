@@ -30,6 +30,9 @@ type Data struct {
 	ends    []float64    // [T][P][N]: 1 where the trial ends after step t (HorizonTrial)
 	nominal []float64    // LinearizeMean: [T+1][n][P][N or 1], see meanNominal
 	kept    *dataTensors // non-nil for a chunk EvalRows keeps (Batching.Keep): its uploaded inputs
+	// dev holds the looped form's inputs of a chunk whose states were gathered on the device
+	// from its distinct rows (prepareChunk); states is then nil.
+	dev *dataTensors
 }
 
 // Varying reports whether d has trials shorter than Steps.

@@ -33,8 +33,15 @@ type dataTensors struct {
 
 // tensors returns the looped form's inputs of d (n states) and a function that frees them
 // when the evaluation is done: a kept chunk's (Batching.Keep) are made on first use and live
-// as long as its entry (release), so the function does nothing for them.
+// as long as its entry (release), so the function does nothing for them; a chunk gathered on
+// the device (Data.dev) has them already.
 func (d *Data) tensors(n int, stacked bool) (*dataTensors, func()) {
+	if d.dev != nil && d.kept == nil {
+		if !stacked {
+			panic("likelihood: data gathered on the device asked for one tensor per step")
+		}
+		return d.dev, d.dev.release
+	}
 	if d.kept == nil {
 		k := &dataTensors{stacked: stacked}
 		k.make(d, n)
@@ -161,7 +168,12 @@ func (c *dataCache) get(call uint64, rows [][][][]float64, trials, steps int, pr
 		close(k.ok)
 		return nil, nil, err
 	}
-	d.kept = &dataTensors{}
+	if d.dev != nil {
+		d.kept = d.dev
+		d.kept.once.Do(func() {}) // made: prepareChunk gathered them
+	} else {
+		d.kept = &dataTensors{}
+	}
 	k.d = d
 	close(k.ok)
 	return d, k, nil

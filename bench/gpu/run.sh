@@ -30,6 +30,10 @@
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
 #                              check likelihood.DefaultStepsPerCall (all) for CUDA
+#   bench/gpu/run.sh prepare   what the host does to put a chunk of 2,500 reaching rows (50
+#                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
+#                              or packed once per subject and gathered on the device
+#                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
 #   bench/gpu/run.sh all       the steps of STEPS_LIST (env cache blocks async fusion tasks fit) in one call,
 #                              within BUDGET_S seconds (540), ROWS=50 unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
@@ -42,7 +46,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|fusion|fit|sweep|tasks|forward|sample|blocks|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -113,6 +117,9 @@ out=$OUT/$step.md
 			echo "  xla: $x"
 			echo "  go:  $g"
 		done
+		;;
+	prepare)
+		(cd likelihood && ../bin/likelihood.test -test.run TestDistinctBucket -test.bench BenchmarkPrepareChunk -test.benchtime 10x -test.count 2)
 		;;
 	cache)
 		bin/nioc-gpu simulate --task reaching --trials 50 --seed 1 --force --out "$OUT/reaching.csv" 2>/dev/null
