@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,8 +31,8 @@ type Batching struct {
 	// LinearizeMean, whose control law depends on all of a row's trials together).
 	MaxBatch int
 	// Most is the most rows any call will pass, or 0 if unknown. On a backend whose compiles
-	// are slow (XLA) every chunk has the same size, at most Most rows, so that one graph is
-	// compiled for all calls.
+	// are slow (XLA) chunks have one size, at most Most rows, and a smaller one only once
+	// padding small calls into it has cost as much as compiling it (chunkRows).
 	Most int
 	// Keep says that the trials of the rows do not change between calls (a fit's subjects, a
 	// sampler's): a chunk whose rows are those of a chunk of the last call reuses its packed
@@ -43,8 +44,8 @@ type Batching struct {
 
 // EvalRows returns the log-likelihood of the trials rows[i] at the parameters theta[i] (fitting
 // scale) and its gradient, for every i, as Eval does, in chunks of a few fixed sizes (see
-// chunkRows; on the Go backend a smaller size is built only once padding into a larger one
-// has cost as much as its build, see chunkPlanner), so that only a few graph shapes are ever
+// chunkRows; a smaller size is built only once padding into a larger one has cost as much
+// as its build, see chunkPlanner), so that only a few graph shapes are ever
 // compiled, run concurrently, one per core, the last chunk padded with copies of the last
 // row. Every chunk evaluates as many steps as the longest trial of the call (see Data). The
 // result does not depend on how the rows were chunked.
@@ -75,11 +76,18 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
-	host := graph.RunsOnHost(e.Backend())
+	host := runsOnHost(e.Backend())
 	ladder := chunkLadder(chunkMost(maxBatch, trials, slow, host), b.Most, workers, slow, host)
-	chunk := ladderRung(ladder, len(rows), workers)
+	ideal := ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
+	var chunk int
 	if !slow {
-		chunk = e.chunks.choose(chunk, len(rows), workers, trials, steps, ladder, e.meanBuild())
+		chunk, _ = e.chunks.choose(ideal, len(rows), workers, trials, steps, ladder, e.meanBuild(), false)
+	} else {
+		var start bool
+		chunk, start = e.chunks.choose(ideal, len(rows), rungWorkers(workers, slow, host), trials, steps, ladder, e.shapeBuild(), true)
+		if start {
+			e.buildChunk(ideal, rows, theta, trials, steps)
+		}
 	}
 	fresh := !e.chunks.isBuilt(chunk, trials, steps)
 	n := (len(rows) + chunk - 1) / chunk
@@ -147,6 +155,31 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	return ll, grad, nil
 }
 
+// runsOnHost is graph.RunsOnHost, a variable so that tests run XLA's CPU plugin as an
+// accelerator.
+var runsOnHost = graph.RunsOnHost
+
+// buildChunk compiles the programs of chunks of size rows in the background, by evaluating
+// one (the first rows of rows, padded with copies of the last) and discarding the result; the
+// chunk planner uses the size once it has compiled (chunkPlanner.built). On XLA the compile
+// then runs beside the calls that pad into the larger size meanwhile: on a GPU on host cores
+// that would otherwise wait for the device.
+func (e *Evaluator) buildChunk(size int, rows [][][][]float64, theta [][]float64, trials, steps int) {
+	dataRows := make([][][][]float64, size)
+	thetas := make([][]float64, size)
+	for i := range size {
+		k := min(i, len(rows)-1)
+		dataRows[i], thetas[i] = rows[k], slices.Clone(theta[k])
+	}
+	go func() {
+		d, err := e.prepareChunk(dataRows, trials, steps)
+		if err == nil {
+			_, _, err = e.Eval(d, thetas)
+		}
+		e.chunks.built(size, trials, steps, err == nil)
+	}()
+}
+
 // meanBuild returns the mean time the evaluator has spent building (and compiling) a graph.
 func (e *Evaluator) meanBuild() time.Duration {
 	st := e.Stats()
@@ -156,17 +189,34 @@ func (e *Evaluator) meanBuild() time.Duration {
 	return (st.BuildTime + st.CompileTime) / time.Duration(st.Builds)
 }
 
+// shapeBuild returns what a new chunk size costs the looped form, where a size is all the
+// programs of a shape (a few dozen on XLA, compiled concurrently): the wall time callers
+// have waited for compiles (graph.ProgramStats.Waited, less where NIOC_XLA_CACHE held the
+// programs) per shape evaluated.
+func (e *Evaluator) shapeBuild() time.Duration {
+	waited := e.engine.Stats().Waited
+	e.mu.Lock()
+	shapes := len(e.shapes)
+	e.mu.Unlock()
+	return waited / time.Duration(max(1, shapes))
+}
+
 // chunkRows returns the rows per chunk with which EvalRows evaluates rows rows on workers
-// cores, most rows fitting one chunk (MaxBatch / trials). Every graph shape costs a build
-// (the Go backend: building and differentiating the unrolled graph, 0.1–2.5 s by task) or a
-// compile (XLA: seconds), so the sizes come from a short ladder fixed for the whole fit:
+// cores, most rows fitting one chunk (MaxBatch / trials), where every size of the ladder is
+// built. Every graph shape costs a build (the Go backend: building and differentiating the
+// unrolled graph, 0.1–2.5 s by task) or a compile (XLA: seconds), so the sizes come from a
+// short ladder fixed for the whole fit, and EvalRows builds a smaller size only once padding
+// into a larger one has cost as much (chunkPlanner):
 //
-//   - on a backend that compiles slowly (XLA), one size: every call compiles nothing new. On
-//     an accelerator it is the largest needed (Most rows, at most most), one program for the
-//     whole batch; on XLA's CPU plugin (graph.RunsOnHost) it is ⌈Most / workers⌉ rows, at
-//     most most, which EvalRows takes from HostBatch there, so that the chunks of a call run
-//     one per core as on the Go backend, and a call of fewer rows pads into fewer chunks
-//     (docs/backends.md, "Sequential thunks");
+//   - on XLA's CPU plugin (graph.RunsOnHost), one size, ⌈Most / workers⌉ rows, at most
+//     most, which EvalRows takes from HostBatch there, so that the chunks of a call run one
+//     per core as on the Go backend and a call of fewer rows pads into fewer chunks
+//     (docs/backends.md, "Sequential thunks"): a second size would compile on the cores the
+//     fit runs on;
+//   - on an accelerator, the largest size needed (Most rows, at most most), one program for
+//     the whole batch, and top/16 (at least 1) for calls it holds in one chunk (a fit's last
+//     restarts, a profile's constrained fits, a Hessian's points), compiled in the background
+//     once padding them has cost what a compile does (chunkPlanner);
 //   - on the Go backend, top = ⌈Most / workers⌉ rows (at most most), then top/4, top/16,
 //     …, and 1: the smallest size that puts every row in one round of chunks over the cores, or
 //     top when none does. A chunk's time there is a fixed cost per graph node plus a cost per
@@ -176,7 +226,16 @@ func (e *Evaluator) meanBuild() time.Duration {
 //
 // Most is the most rows any call of the fit passes (0: unknown, then top is most).
 func chunkRows(rows, most, Most, workers int, compilesSlowly, onHost bool) int {
-	return ladderRung(chunkLadder(most, Most, workers, compilesSlowly, onHost), rows, workers)
+	return ladderRung(chunkLadder(most, Most, workers, compilesSlowly, onHost), rows, rungWorkers(workers, compilesSlowly, onHost))
+}
+
+// rungWorkers returns the chunks that run at once: one per core, but one on an accelerator,
+// which runs a call's chunks one after another.
+func rungWorkers(workers int, compilesSlowly, onHost bool) int {
+	if compilesSlowly && !onHost {
+		return 1
+	}
+	return workers
 }
 
 // ladderRung returns the smallest size of ladder (largest first) that puts rows rows in one
@@ -212,7 +271,13 @@ func chunkLadder(most, Most, workers int, compilesSlowly, onHost bool) []int {
 		}
 	}
 	ladder := []int{max(top, 1)}
-	for c := top / 4; !compilesSlowly && ladder[len(ladder)-1] > 1; c /= 4 {
+	if compilesSlowly {
+		if small := max(top/16, 1); !onHost && small < ladder[0] {
+			ladder = append(ladder, small)
+		}
+		return ladder
+	}
+	for c := top / 4; ladder[len(ladder)-1] > 1; c /= 4 {
 		ladder = append(ladder, max(c, 1))
 	}
 	return ladder

@@ -1,10 +1,18 @@
 package likelihood
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
 func TestChunkRows(t *testing.T) {
@@ -29,9 +37,12 @@ func TestChunkRows(t *testing.T) {
 		{"one core", 10, 50, 10, 1, false, true, 10},
 		{"one core, 2 left", 2, 50, 10, 1, false, true, 2},
 		{"one core, 1 left", 1, 50, 10, 1, false, true, 1},
-		{"xla on a GPU: one size", 3, 50, 10, 2, true, false, 10},
-		{"xla on a GPU: one size, 10 rows", 10, 50, 10, 2, true, false, 10},
-		{"xla on a GPU: capped", 3, 50, 5000, 2, true, false, 50},
+		{"xla on a GPU: the whole batch", 10, 50, 10, 2, true, false, 10},
+		{"xla on a GPU: 3 rows pad the top size", 3, 50, 10, 2, true, false, 10},
+		{"xla on a GPU: 1 row, the small size", 1, 50, 10, 2, true, false, 1},
+		{"xla on a GPU: capped", 300, 2500, 5000, 16, true, false, 2500},
+		{"xla on a GPU: 156 rows, the small size", 156, 2500, 5000, 16, true, false, 156},
+		{"xla on a GPU: 157 rows, one chunk of the top size, not two", 157, 2500, 5000, 16, true, false, 2500},
 		{"xla on the CPU: one size, a chunk a core", 10, 50, 10, 2, true, true, 5},
 		{"xla on the CPU: 3 rows pad one chunk", 3, 50, 10, 2, true, true, 5},
 		{"xla on the CPU: 1 row still the one size", 1, 50, 10, 2, true, true, 5},
@@ -49,6 +60,14 @@ func TestChunkRows(t *testing.T) {
 		sizes[chunkRows(rows, 50, 50, 2, false, true)] = true
 	}
 	assert.Equal(t, map[int]bool{25: true, 6: true, 1: true}, sizes)
+	// XLA's: two sizes on an accelerator, one on the CPU plugin.
+	for host, want := range map[bool]map[int]bool{false: {2500: true, 156: true}, true: {10: true}} {
+		sizes := map[int]bool{}
+		for rows := 5000; rows >= 1; rows-- {
+			sizes[chunkRows(rows, chunkMost(125000, 50, true, host), 5000, 16, true, host)] = true
+		}
+		assert.Equal(t, want, sizes, "on the host: %v", host)
+	}
 }
 
 func TestChunkMost(t *testing.T) {
@@ -74,23 +93,113 @@ func TestChunkMost(t *testing.T) {
 
 // The planner pads into a built size until the padding has cost a build, then builds the
 // ideal size; it never pads into a size that has not run, and uses a built ideal size at once.
+// In the background (XLA) it keeps padding until the build is done, and a failed build is
+// never used.
 func TestChunkPlannerRentsThenBuilds(t *testing.T) {
-	var p chunkPlanner
-	ladder := []int{5, 1}
-	build := 300 * time.Millisecond
-	// Nothing built: the ideal size.
-	assert.Equal(t, 5, p.choose(5, 10, 2, 50, 50, ladder, build))
-	p.done(5, 50, 50, 2*time.Second, true) // the run that built it is not timed
-	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 50, ladder, build), "5 has not been timed yet")
-	p.done(5, 50, 50, 100*time.Millisecond, false)
-	// 2 rows on 2 cores: one padded chunk of 5 (0.1 s) against 1-row chunks (0.02 s): 0.08 s
-	// wasted per call, so the fourth call (0.32 s ≥ 0.3 s) builds the 1-row graph.
-	for call := 1; call <= 3; call++ {
-		assert.Equal(t, 5, p.choose(1, 2, 2, 50, 50, ladder, build), "call %d pads", call)
+	choose := func(p *chunkPlanner, ideal, rows, steps int, background bool) (int, bool) {
+		return p.choose(ideal, rows, 2, 50, steps, []int{5, 1}, 300*time.Millisecond, background)
 	}
-	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 50, ladder, build), "call 4 builds")
-	p.done(1, 50, 50, 30*time.Millisecond, true)
-	assert.Equal(t, 1, p.choose(1, 1, 2, 50, 50, ladder, build), "built: used at once")
-	// Another data shape has its own sizes.
-	assert.Equal(t, 1, p.choose(1, 2, 2, 50, 200, ladder, build))
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprint("background ", background), func(t *testing.T) {
+			var p chunkPlanner
+			// Nothing built: the ideal size.
+			c, start := choose(&p, 5, 10, 50, background)
+			assert.Equal(t, []any{5, false}, []any{c, start})
+			p.done(5, 50, 50, 2*time.Second, true) // the run that built it is not timed
+			c, start = choose(&p, 1, 2, 50, background)
+			assert.Equal(t, []any{1, false}, []any{c, start}, "5 has not been timed yet")
+			p.done(5, 50, 50, 100*time.Millisecond, false)
+			// 2 rows on 2 cores: one padded chunk of 5 (0.1 s) against 1-row chunks (0.02 s):
+			// 0.08 s wasted per call, so the fourth call (0.32 s ≥ 0.3 s) builds the 1-row graph.
+			for call := 1; call <= 3; call++ {
+				c, start = choose(&p, 1, 2, 50, background)
+				assert.Equal(t, []any{5, false}, []any{c, start}, "call %d pads", call)
+			}
+			c, start = choose(&p, 1, 2, 50, background)
+			if background {
+				assert.Equal(t, []any{5, true}, []any{c, start}, "call 4 starts the build and pads")
+				c, start = choose(&p, 1, 2, 50, background)
+				assert.Equal(t, []any{5, false}, []any{c, start}, "pads while it builds, starts no other")
+				p.built(1, 50, 50, true)
+			} else {
+				assert.Equal(t, []any{1, false}, []any{c, start}, "call 4 builds")
+				p.done(1, 50, 50, 30*time.Millisecond, true)
+			}
+			c, _ = choose(&p, 1, 1, 50, background)
+			assert.Equal(t, 1, c, "built: used at once")
+			// Another data shape has its own sizes.
+			c, _ = choose(&p, 1, 2, 200, background)
+			assert.Equal(t, 1, c)
+		})
+	}
+	// A build that failed is never used.
+	var p chunkPlanner
+	p.done(5, 50, 50, 100*time.Millisecond, true)
+	p.done(5, 50, 50, 100*time.Millisecond, false)
+	for range 4 {
+		choose(&p, 1, 2, 50, true)
+	}
+	p.built(1, 50, 50, false)
+	for range 10 {
+		c, start := choose(&p, 1, 2, 50, true)
+		assert.Equal(t, []any{5, false}, []any{c, start})
+	}
+}
+
+// TestSmallChunksBuildInTheBackground runs XLA's CPU plugin as an accelerator: once padding
+// small calls into the fit's size has cost what a compile does, the small size compiles in
+// the background while calls still pad, and small calls then run in it, with the values of
+// that shape to the bit (Eval on a chunk of its size) and of the padded one to rounding. It
+// runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
+func TestSmallChunksBuildInTheBackground(t *testing.T) {
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	defer func(f func(backends.Backend) bool) { runsOnHost = f }(runsOnHost)
+	runsOnHost = func(backends.Backend) bool { return false }
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	subj := simulateTrials(t, m, control.ObservePartial, natural, 2, 6, 5)
+	e, err := New(m, bx, Options{Form: FormLooped})
+	require.NoError(t, err)
+	theta := withTemperature(m.Spec(), Options{})
+	b := Batching{Most: 32, MaxBatch: 32 * len(subj), Keep: true}
+	call := func(rows int) ([]float64, [][]float64) {
+		rs, thetas := make([][][][]float64, rows), make([][]float64, rows)
+		for i := range rows {
+			rs[i], thetas[i] = subj, append([]float64(nil), theta...)
+			thetas[i][0] += 0.01 * float64(i)
+		}
+		ll, grad, err := e.EvalRows(rs, thetas, b)
+		require.NoError(t, err)
+		return ll, grad
+	}
+	call(32) // the fit's size, timed by the next call
+	call(32)
+	padLL, padGrad := call(1)
+	require.Equal(t, []int{32, 2}, chunkLadder(32, 32, 2, true, false))
+	assert.False(t, e.chunks.isBuilt(2, len(subj), 6))
+	e.chunks.mu.Lock()
+	e.chunks.stats(chunkKey{2, len(subj), 6}).waste = math.Inf(1) // padding has cost a compile
+	e.chunks.mu.Unlock()
+	ll, grad := call(1)
+	assert.Equal(t, padLL, ll, "padded while the small size compiles")
+	assert.Equal(t, padGrad, grad)
+	for start := time.Now(); !e.chunks.isBuilt(2, len(subj), 6); time.Sleep(20 * time.Millisecond) {
+		require.Less(t, time.Since(start), 2*time.Minute, "the small size never compiled")
+	}
+	ll, grad = call(1)
+	d, err := e.prepare([][][][]float64{subj, subj}, len(subj), 6)
+	require.NoError(t, err)
+	wantLL, wantGrad, err := e.Eval(d, [][]float64{theta, theta})
+	require.NoError(t, err)
+	assert.Equal(t, wantLL[:1], ll, "the small size's values")
+	assert.Equal(t, wantGrad[:1], grad)
+	assert.InEpsilon(t, padLL[0], ll[0], 1e-12)
+	for j := range grad[0] {
+		assert.InDelta(t, padGrad[0][j], grad[0][j], 1e-9*math.Max(1, math.Abs(padGrad[0][j])))
+	}
 }

@@ -5,15 +5,17 @@ import (
 	"time"
 )
 
-// chunkPlanner chooses EvalRows' chunk sizes on the Go backend so that a graph of a new size
-// is built only once it pays. A chunk's time there is about proportional to its rows (the
-// tape runs a fixed list of element-wise instructions over every trajectory of the chunk),
-// while building the graph of another size costs 0.1–2 s (docs/benchmarks.md, "Speed"). When fewer rows
-// are left than the built sizes fit well, the planner pads them into a built size and adds up
-// what that padding costs beyond a chunk of the ideal size (estimated from the built size's
-// measured time, pro rata); once the sum reaches the mean time of a build it builds the ideal
-// size (the ski-rental rule: never more than twice the cost of the better choice in
-// hindsight).
+// chunkPlanner chooses EvalRows' chunk sizes so that a graph of a new size is built only
+// once it pays. A chunk's time on the Go backend is about proportional to its rows (the tape
+// runs a fixed list of element-wise instructions over every trajectory of the chunk), while
+// building the graph of another size costs 0.1–2 s (docs/benchmarks.md, "Speed"); on XLA a
+// size costs a compile of all its programs (seconds on a CPU, tens of seconds on a GPU; less
+// where NIOC_XLA_CACHE holds them), and a chunk's time grows more slowly than its rows on a
+// GPU, so the estimate below errs toward building. When fewer rows are left than the built
+// sizes fit well, the planner pads them into a built size and adds up what that padding costs
+// beyond a chunk of the ideal size (estimated from the built size's measured time, pro rata);
+// once the sum reaches the mean time of a build it builds the ideal size (the ski-rental
+// rule: never more than twice the cost of the better choice in hindsight).
 type chunkPlanner struct {
 	mu    sync.Mutex
 	sizes map[chunkKey]*chunkStats
@@ -23,10 +25,11 @@ type chunkPlanner struct {
 type chunkKey struct{ rows, trials, steps int }
 
 type chunkStats struct {
-	built bool
-	runs  int
-	mean  float64 // seconds per run, builds excluded
-	waste float64 // seconds spent padding into a larger size instead of this one
+	built    bool
+	building bool // its build runs in the background (choose's background)
+	runs     int
+	mean     float64 // seconds per run, builds excluded
+	waste    float64 // seconds spent padding into a larger size instead of this one
 }
 
 func (p *chunkPlanner) stats(k chunkKey) *chunkStats {
@@ -43,13 +46,16 @@ func (p *chunkPlanner) stats(k chunkKey) *chunkStats {
 
 // choose returns the chunk size for rows rows on workers cores: ideal (chunkRows) when it is
 // built or no larger size of the ladder is, else the smallest built larger size, until the
-// padding has cost as much as build, the mean time of a build.
-func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []int, build time.Duration) int {
+// padding has cost as much as build, the mean time of a build. Then it returns ideal, to be
+// built by the call that runs it, or, with background, the larger size still and start: the
+// caller builds ideal beside the calls that follow (built marks it built), which pad into
+// the larger size until it is.
+func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []int, build time.Duration, background bool) (chunk int, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := p.stats(chunkKey{ideal, trials, steps})
 	if want.built {
-		return ideal
+		return ideal, false
 	}
 	larger := 0
 	for _, c := range ladder {
@@ -58,17 +64,32 @@ func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []
 		}
 	}
 	if larger == 0 {
-		return ideal
+		return ideal, false
+	}
+	if want.building {
+		return larger, false
 	}
 	big := p.stats(chunkKey{larger, trials, steps})
 	rounds := func(c int) float64 { return float64(((rows+c-1)/c + workers - 1) / workers) }
 	padded := rounds(larger) * big.mean
 	exact := rounds(ideal) * big.mean * float64(ideal) / float64(larger)
 	want.waste += max(padded-exact, 0)
-	if want.waste >= build.Seconds() {
-		return ideal
+	if want.waste < build.Seconds() {
+		return larger, false
 	}
-	return larger
+	if background {
+		want.building = true
+		return larger, true
+	}
+	return ideal, false
+}
+
+// built records that a background build of size rows (choose's start) ended: ok, the size is
+// built; else it stays unused.
+func (p *chunkPlanner) built(rows, trials, steps int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats(chunkKey{rows, trials, steps}).built = ok
 }
 
 // isBuilt reports whether a chunk of size rows has run before.
