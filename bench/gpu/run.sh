@@ -34,7 +34,7 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env cache blocks async fusion tasks fit) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env prepare cache blocks async fusion tasks fit) in one call,
 #                              within BUDGET_S seconds (540), ROWS=50 unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
@@ -54,7 +54,7 @@ all)
 	# One call for a session whose device time is short: the steps of STEPS_LIST in order, each
 	# under what is left of BUDGET_S seconds; a step is skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env cache blocks async fusion tasks fit}; do
+	for s in ${STEPS_LIST:-env prepare cache blocks async fusion tasks fit}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -65,7 +65,7 @@ all)
 	exit 0
 	;;
 esac
-if [[ ! -x bin/nioc-gpu && -f bin/gpu-binaries.tar.gz ]]; then
+if [[ (! -x bin/nioc-gpu || ! -x bin/likelihood.test) && -f bin/gpu-binaries.tar.gz ]]; then
 	tar -C bin -xzf bin/gpu-binaries.tar.gz # make gpu-binaries' archive, for copies that leave bin/ out
 fi
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
