@@ -7,11 +7,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/nioc-gpu/nioc-gpu/graph"
 )
 
 // DefaultMaxBatch is the default bound on rows × trials of one graph run of EvalRows.
 const DefaultMaxBatch = 2500
+
+// AcceleratorBatchSteps is the default bound on the trajectory steps (rows × trials × steps)
+// of one graph run of EvalRows on an accelerator (MaxBatchFor): 25,000 trajectories of 50
+// steps. A GPU's time per evaluation hardly grows with the batch up to hundreds of parameter
+// vectors (reaching, 50 trials: on the H200 66 ms for 50 vectors, 83 ms for 500, 484 ms for
+// 5,000; docs/backends.md, "JAX on the same GPU"), so DefaultMaxBatch's 50 vectors leave it
+// nearly idle; at 500 it runs at 60 % of its saturated rate, and two such runs in flight (a
+// fit's queue) take about 8 GB of device memory at the H100's measured ≤ 3.2 kB a trajectory
+// step (docs/backends.md, "GPU"), so that the default fits a GPU of 16 GB or more.
+const AcceleratorBatchSteps = 1_250_000
+
+// MaxBatchFor returns the default Batching.MaxBatch on backend b for trials of up to steps
+// steps: DefaultMaxBatch on the Go backend and XLA's CPU plugin (graph.RunsOnHost), and on an
+// accelerator AcceleratorBatchSteps / steps trajectories, at least DefaultMaxBatch.
+func MaxBatchFor(b backends.Backend, steps int) int {
+	if runsOnHost(b) {
+		return DefaultMaxBatch
+	}
+	return max(DefaultMaxBatch, AcceleratorBatchSteps/max(steps, 1))
+}
 
 // HostBatch bounds rows × trials of one graph run of EvalRows on XLA's CPU plugin, below
 // MaxBatch: there a chunk runs on one core, and smaller chunks run more of them at once and keep

@@ -70,6 +70,17 @@ func TestChunkRows(t *testing.T) {
 	}
 }
 
+func TestMaxBatchFor(t *testing.T) {
+	bg, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultMaxBatch, MaxBatchFor(bg, 50), "the Go backend")
+	defer func(f func(backends.Backend) bool) { runsOnHost = f }(runsOnHost)
+	runsOnHost = func(backends.Backend) bool { return false } // as on a GPU
+	for _, tc := range [][2]int{{50, 25000}, {200, 6250}, {100, 12500}, {500, 2500}, {2000, DefaultMaxBatch}, {0, AcceleratorBatchSteps}} {
+		assert.Equal(t, tc[1], MaxBatchFor(bg, tc[0]), "an accelerator, trials of %d steps", tc[0])
+	}
+}
+
 func TestChunkMost(t *testing.T) {
 	tests := []struct {
 		name             string

@@ -79,7 +79,8 @@ func main() {
 				subjects[i] = fit.Subject{ID: strconv.Itoa(i + 1), Trials: ds[i]}
 			}
 			s, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: 1,
-				DenseMetric: *metric == "dense", CrossChain: *crossChain, MaxWarmup: *maxWarmup, Together: n})
+				DenseMetric: *metric == "dense", CrossChain: *crossChain, MaxWarmup: *maxWarmup, Together: n,
+				MaxBatch: likelihood.MaxBatchFor(b, m.Spec().Steps)}) // as nioc-gpu sample chooses it
 			if err != nil {
 				fail(err)
 			}

@@ -334,14 +334,15 @@ func (tf *taskFlags) likelihoodOptions(spec models.Spec) (likelihood.Options, er
 type subjectFlags struct {
 	data, infer, fix, out, shard string
 	resume, quiet                bool
-	maxBatch                     int
-	verb                         string // what the command does to a parameter
+	maxBatch                     int           // 0 where --max-batch was not given: by backend (readPlanned)
+	fs                           *flag.FlagSet // the flags registered on (checkMaxBatch)
+	verb                         string        // what the command does to a parameter
 }
 
 // register adds the flags to fs; verb is what the command does to a parameter ("fit",
 // "sample") and outDoc describes --out.
 func (sf *subjectFlags) register(fs *flag.FlagSet, verb, outDoc string) {
-	sf.verb = verb
+	sf.verb, sf.fs = verb, fs
 	fs.StringVar(&sf.data, "data", "", "trajectory CSV with one or more subjects")
 	fs.StringVar(&sf.infer, "infer", "", "parameters to "+verb+", name,name (default: all the likelihood depends on)")
 	fs.StringVar(&sf.fix, "fix", "", "parameters held fixed, name=value,... (natural units, inside the search box)")
@@ -349,13 +350,13 @@ func (sf *subjectFlags) register(fs *flag.FlagSet, verb, outDoc string) {
 	fs.BoolVar(&sf.resume, "resume", false, "continue an interrupted run: skip subjects already in --out")
 	fs.StringVar(&sf.shard, "shard", "", verb+" only shard k of N of the subjects (k/N), e.g. for a Slurm job array; give each shard its own --out")
 	fs.BoolVar(&sf.quiet, "quiet", false, "no progress bar")
-	fs.IntVar(&sf.maxBatch, "max-batch", 2500, "parameter vectors (restarts or chains) × trials evaluated per graph run (bounds memory)")
+	fs.IntVar(&sf.maxBatch, "max-batch", 0, maxBatchDoc("parameter vectors (restarts or chains) × trials"))
 }
 
 // parse checks the flags and returns the shard (k of n) and the fixed parameters.
 func (sf *subjectFlags) parse() (k, n int, fixed map[string]float64, err error) {
-	if sf.maxBatch < 1 {
-		return 0, 0, nil, usagef("--max-batch must be >= 1, got %d", sf.maxBatch)
+	if err := checkMaxBatch(sf.fs, sf.maxBatch); err != nil {
+		return 0, 0, nil, err
 	}
 	if k, n, err = parseShard(sf.shard); err != nil {
 		return 0, 0, nil, err

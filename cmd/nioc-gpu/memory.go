@@ -98,8 +98,33 @@ func readPlanned(tf *taskFlags, path string, maxBatch *int, m models.Model, opts
 	if err != nil {
 		return nil, opts, err
 	}
+	if *maxBatch == 0 { // --max-batch's default: by backend
+		b, err := tf.backendOrErr()
+		if err != nil {
+			return nil, opts, err
+		}
+		_, steps := set.StepRange()
+		*maxBatch = likelihood.MaxBatchFor(b, steps)
+	}
 	opts, err = planMemory(tf, m, opts, set, mem, maxBatch, stderr)
 	return set, opts, err
+}
+
+// checkMaxBatch returns a usage error where --max-batch was given a count below 1 (like every
+// count, 0 is not a default); left out, it is chosen by backend (readPlanned).
+func checkMaxBatch(fs *flag.FlagSet, maxBatch int) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-batch" })
+	if given && maxBatch < 1 {
+		return usagef("--max-batch must be >= 1, got %d", maxBatch)
+	}
+	return nil
+}
+
+// maxBatchDoc is the help of --max-batch, what counts toward it first.
+func maxBatchDoc(what string) string {
+	return fmt.Sprintf("%s evaluated per graph run (bounds memory); by default chosen by backend: %d, on a GPU %d trajectory steps (%d trials of 50 steps)",
+		what, likelihood.DefaultMaxBatch, likelihood.AcceleratorBatchSteps, likelihood.AcceleratorBatchSteps/50)
 }
 
 // planMemory applies --max-memory to the evaluations of set: likelihood.PlanMemory chooses the

@@ -44,11 +44,13 @@ type popFlags struct {
 	seed                                     uint64
 	resume, quiet                            bool
 	every                                    time.Duration
-	truth                                    string // --truth: the subjects' true values, for the figures
+	fs                                       *flag.FlagSet // the flags registered on (checkMaxBatch)
+	truth                                    string        // --truth: the subjects' true values, for the figures
 	maxMemory                                memoryFlag
 }
 
 func (pf *popFlags) register(fs *flag.FlagSet) {
+	pf.fs = fs
 	fs.StringVar(&pf.data, "data", "", "trajectory CSV with the subjects")
 	fs.StringVar(&pf.subjects, "subjects", "", "subjects table (CSV: subject, then covariate columns such as group or age) for --population-model")
 	fs.StringVar(&pf.formula, "population-model", "~ 1", "the population mean of every fitted parameter: \"~ 1\" (one population) or covariate columns of --subjects joined by +, e.g. \"~ group + age\" (categorical columns: each level's difference from the first in sorted order; numeric: centred)")
@@ -60,7 +62,7 @@ func (pf *popFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&pf.maxIter, "max-iter", 200, "L-BFGS-B iterations per restart")
 	fs.IntVar(&pf.maxEM, "max-em", 50, "EM iterations at most")
 	fs.Float64Var(&pf.tol, "em-tol", 0.01, "EM stops when the log marginal likelihood rises by less than this (nats)")
-	fs.IntVar(&pf.maxBatch, "max-batch", 2500, "parameter vectors × trials evaluated per graph run (bounds memory)")
+	fs.IntVar(&pf.maxBatch, "max-batch", 0, maxBatchDoc("parameter vectors × trials"))
 	pf.maxMemory.register(fs)
 	fs.BoolVar(&pf.resume, "resume", false, "continue an interrupted run in --out")
 	fs.BoolVar(&pf.quiet, "quiet", false, "no progress bar")
@@ -76,8 +78,8 @@ func (pf *popFlags) check() error {
 		return usagef("--max-iter and --max-em must be >= 1, got %d and %d", pf.maxIter, pf.maxEM)
 	case !(pf.tol > 0):
 		return usagef("--em-tol must be > 0, got %g", pf.tol)
-	case pf.maxBatch < 1:
-		return usagef("--max-batch must be >= 1, got %d", pf.maxBatch)
+	case checkMaxBatch(pf.fs, pf.maxBatch) != nil:
+		return checkMaxBatch(pf.fs, pf.maxBatch)
 	case pf.every < 0:
 		return usagef("--checkpoint-every must be >= 0, got %s", pf.every)
 	}

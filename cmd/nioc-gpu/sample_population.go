@@ -51,7 +51,7 @@ func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&pf.formula, "population-model", "~ 1", "the population fit's model")
 	fs.StringVar(&pf.out, "out", "", "output directory: "+hierJSON+", "+hierDraws)
 	fs.Uint64Var(&pf.seed, "seed", 1, "seed of the chains")
-	fs.IntVar(&pf.maxBatch, "max-batch", 2500, "subjects × chains × trials evaluated per graph run (bounds memory)")
+	fs.IntVar(&pf.maxBatch, "max-batch", 0, maxBatchDoc("subjects × chains × trials"))
 	pf.maxMemory.register(fs)
 	from := fs.String("population", "", "the output directory of the `nioc-gpu population` fit to sample from (its settings, and where the chains start)")
 	chains := fs.Int("chains", 4, "chains")
@@ -70,6 +70,8 @@ func runSamplePopulation(args []string, stdout, stderr io.Writer) error {
 		return usagef("--chains, --draws and --max-depth must be >= 1 and --warmup >= 0")
 	case !(*targetAccept > 0 && *targetAccept < 1):
 		return usagef("--target-accept must be in (0, 1), got %g", *targetAccept)
+	case checkMaxBatch(fs, pf.maxBatch) != nil:
+		return checkMaxBatch(fs, pf.maxBatch)
 	}
 	rep, last, err := readPopulationFit(*from)
 	if err != nil {
