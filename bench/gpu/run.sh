@@ -13,12 +13,16 @@
 #   bench/gpu/run.sh async     reaching (TASKS) per evaluation at ROWS (1,50) vectors with calls that
 #                              wait for the device and calls that return once enqueued
 #                              (NIOC_XLA_ASYNC=0, 1)
+#   bench/gpu/run.sh cmdbuf    reaching (TASKS) per evaluation at ROWS (1,50) vectors with XLA's
+#                              command buffers (CUDA graphs) as by default, off, and recording
+#                              while loops and conditionals too
 #   bench/gpu/run.sh fusion    reaching and cart-pole (TASKS) per evaluation at ROWS (1,50) vectors with
 #                              XLA's own fusion (the GPU default) and with fusion barriers
 #                              (NIOC_XLA_FUSION=xla, barriers; the CPU plugin's default)
 #   bench/gpu/run.sh fit       SUBJECTS (100) reaching subjects (50 restarts × 50 trials,
 #                              partially observable) through the subject queue (--queue QUEUE,
-#                              default 0: by backend; -1: all at once): wall time, subjects per
+#                              default 0: by backend; -1: all at once), --max-batch MAX_BATCH
+#                              (125000; auto: the default by backend): wall time, subjects per
 #                              hour, accuracy (FIT_ARGS: more fit flags; FIT_S: a time limit in
 #                              seconds, after which the subjects done are reported)
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
@@ -34,7 +38,7 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env prepare cache blocks async fusion tasks fit) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env prepare cache fit async cmdbuf blocks fusion tasks) in one call,
 #                              within BUDGET_S seconds (540), ROWS=50 unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
@@ -46,7 +50,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|cmdbuf|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -54,7 +58,7 @@ all)
 	# One call for a session whose device time is short: the steps of STEPS_LIST in order, each
 	# under what is left of BUDGET_S seconds; a step is skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env prepare cache blocks async fusion tasks fit}; do
+	for s in ${STEPS_LIST:-env prepare cache fit async cmdbuf blocks fusion tasks}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -141,6 +145,19 @@ out=$OUT/$step.md
 			NIOC_XLA_ASYNC=$a bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off
 		done
 		;;
+	cmdbuf)
+		# XLA's command buffers (CUDA graphs) replay a program's kernels without launching each:
+		# the while loops' bodies are hundreds of small kernels a step. XLA's default set, none,
+		# and the default set with while loops and conditionals recorded too.
+		strings "$NIOC_PJRT" 2>/dev/null | grep -E '^xla_gpu_(enable_command_buffer|graph_[a-z_]+)$' | sort -u | sed 's/^/flag in the plugin: /' || true
+		for c in default "--xla_gpu_enable_command_buffer=" "--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL --xla_gpu_graph_min_graph_size=1"; do
+			flags=${XLA_FLAGS:-}
+			[[ $c == default ]] || flags="${XLA_FLAGS:-} $c"
+			echo "## XLA_FLAGS=$flags"
+			echo
+			XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "refused or failed: exit $?"
+		done
+		;;
 	fusion)
 		for f in xla barriers; do
 			echo "## NIOC_XLA_FUSION=$f"
@@ -154,9 +171,11 @@ out=$OUT/$step.md
 		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
 		watch=$!
 		rm -f "$OUT"/fit.jsonl "$OUT"/fit.csv "$OUT"/fit.jsonl.ckpt
-		echo "nioc-gpu fit --task reaching --restarts 50 --seed 1 --max-batch 125000 --queue ${QUEUE:-0} ${FIT_ARGS:-} ($n subjects)"
+		batch="--max-batch ${MAX_BATCH:-125000}"
+		[[ ${MAX_BATCH:-} == auto ]] && batch="" # the default by backend (likelihood.MaxBatchFor)
+		echo "nioc-gpu fit --task reaching --restarts 50 --seed 1 $batch --queue ${QUEUE:-0} ${FIT_ARGS:-} ($n subjects)"
 		start=$(date +%s.%N)
-		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 --max-batch 125000 --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
+		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 $batch --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
 		end=$(date +%s.%N)
 		kill $watch || true
 		awk -v s="$start" -v e="$end" -v n="$(grep -vc '"error"' "$OUT/fit.jsonl")" 'BEGIN { w = e - s; printf "%d subjects fitted in %.1f s wall: %.0f subjects per hour\n", n, w, 3600 * n / w }'
