@@ -209,9 +209,10 @@ type Fitter struct {
 	base, natural []float64
 	lo, hi        []float64
 	batches       int
-	largest       int        // evaluations of the largest round
-	bootstraps    sync.Mutex // one subject's bootstrap at a time: each keeps every core busy
-	checks        sync.Mutex // one subject's check at a time: each runs chunks on every core
+	largest       int          // evaluations of the largest round
+	bootstraps    sync.Mutex   // one subject's bootstrap at a time: each keeps every core busy
+	checks        sync.Mutex   // one subject's check at a time: each runs chunks on every core
+	started       func(si int) // if set, told of each subject as FitFrom starts it (tests)
 }
 
 // New returns a Fitter for the evaluator's likelihood. It checks the options: restarts ≥ 1,
@@ -423,6 +424,9 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	var wg sync.WaitGroup
 	wg.Add(len(subjects))
 	startSubject := func(si int) {
+		if f.started != nil {
+			f.started(si)
+		}
 		b.enter()
 		go func() {
 			defer wg.Done()
