@@ -12,8 +12,12 @@ import (
 
 // request is one likelihood evaluation asked for by a worker.
 type request struct {
-	row   int       // index of the trial set (subject) to evaluate on
-	theta []float64 // full parameter vector in fitting scale
+	// row names the trial set, data: a subject's index in the fit (a data set made from a
+	// subject's estimate: Fitter.setKey), so that a batch groups the requests on one data set
+	// side by side.
+	row   int
+	data  [][][]float64 // the trials to evaluate on
+	theta []float64     // full parameter vector in fitting scale
 	done  chan response
 }
 
@@ -70,12 +74,13 @@ func (b *batcher) signal() {
 	}
 }
 
-// call submits an evaluation and blocks until the batch containing it has run.
-func (b *batcher) call(ctx context.Context, row int, theta []float64) (float64, []float64, error) {
+// call submits an evaluation of the trials data (named row: request.row) at theta and blocks
+// until the batch containing it has run.
+func (b *batcher) call(ctx context.Context, row int, data [][][]float64, theta []float64) (float64, []float64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
-	r := &request{row: row, theta: theta, done: make(chan response, 1)}
+	r := &request{row: row, data: data, theta: theta, done: make(chan response, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	b.mu.Unlock()
@@ -129,12 +134,26 @@ func (b *batcher) run(stop <-chan struct{}) {
 	}
 }
 
+// serve runs fn with a batcher of its own, whose batches evalBatch evaluates for rows padded
+// to trials trials and at most most requests a batch, and returns once fn has: fn's workers
+// must have exited by then.
+func (f *Fitter) serve(trials, most int, fn func(b *batcher)) {
+	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
+		return f.evalBatch(trials, most, reqs)
+	})
+	stop, served := make(chan struct{}), make(chan struct{})
+	go func() { b.run(stop); close(served) }()
+	fn(b)
+	close(stop)
+	<-served
+}
+
 // queueRows returns the restarts the fit keeps in flight across subjects (Options.Queue) for
 // rows padded to trials trials, or 0 for every subject at once.
 func (f *Fitter) queueRows(trials int) int {
 	q := f.opts.Queue
 	switch {
-	case q < 0 || f.opts.refit:
+	case q < 0:
 		return 0
 	case q > 0:
 		return max(q, f.opts.Restarts)

@@ -2,11 +2,13 @@ package fit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"gonum.org/v1/gonum/stat"
@@ -97,11 +99,13 @@ type Refit struct {
 	LogLikAtEstimate float64            `json:"loglik_at_estimate"`
 }
 
-// bootstrap runs the parametric bootstrap of subject s fitted at x (fitted parameters,
-// fitting scale) and sets res's standard errors and intervals from it (UncertaintyBootstrap).
-func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Result, batching likelihood.Batching) error {
-	f.bootstraps.Lock() // bounds the memory of the refits' chunks to one subject's
-	defer f.bootstraps.Unlock()
+// bootstrap runs the parametric bootstrap of subject s (the fit's subject si) fitted at x
+// (fitted parameters, fitting scale) and sets res's standard errors and intervals from it
+// (UncertaintyBootstrap). The refits run as workers of b, the fit's batcher, so that the
+// refits of every subject in their bootstrap and the other subjects' restarts share its
+// batches (on a GPU, one subject's 25 refits alone are calls of 25 rows each); the caller
+// must not be one of b's workers.
+func (f *Fitter) bootstrap(ctx context.Context, b *batcher, si int, s Subject, x []float64, res *Result) error {
 	K, agents := f.opts.Bootstrap, f.opts.BootstrapAgents
 	sims := make([][][][][]float64, len(agents)) // each agent's data sets
 	errs := make([]error, len(agents))
@@ -125,7 +129,8 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 			of = append(of, a)
 		}
 	}
-	refits, data, logliks, evals, err := f.refit(ctx, subjects, s.ID, x, res.Hessian, batching)
+	key := func(j int) int { return f.setKey(si, j) }
+	refits, data, logliks, evals, err := f.refit(ctx, b, key, subjects, s.ID, x, res.Hessian)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -133,11 +138,7 @@ func (f *Fitter) bootstrap(ctx context.Context, s Subject, x []float64, res *Res
 	for j, d := range data {
 		agentOf[j] = of[d]
 	}
-	rows := make([][][][]float64, len(subjects))
-	for i, d := range subjects {
-		rows[i] = d.Trials
-	}
-	atEstimate, err := f.logLiksAt(rows, x, batching)
+	atEstimate, err := f.logLiksAt(ctx, b, key, subjects, x)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -233,26 +234,37 @@ func satterthwaiteDOF(a, na, b, nb float64) float64 {
 	return (a + b) * (a + b) / den
 }
 
-// logLiksAt returns the log-likelihoods of the data sets rows at x (fitted parameters,
-// fitting scale), evaluated in the fit's batching.
-func (f *Fitter) logLiksAt(rows [][][][]float64, x []float64, batching likelihood.Batching) ([]float64, error) {
+// setKey names data set j made from subject si's estimate in the fit's batches (request.row):
+// the bootstrap's data sets are j < Bootstrap, the goodness-of-fit check's the next
+// CheckDraws. Negative, so that it is no subject's index and no other data set's.
+func (f *Fitter) setKey(si, j int) int { return -1 - si*(f.opts.Bootstrap+f.opts.CheckDraws) - j }
+
+// logLiksAt returns the log-likelihoods of the data sets at x (fitted parameters, fitting
+// scale), evaluated as workers of b (data set j named key(j)); the caller must not be one.
+func (f *Fitter) logLiksAt(ctx context.Context, b *batcher, key func(int) int, sets []Subject, x []float64) ([]float64, error) {
 	full := f.full(x)
-	at := make([][]float64, len(rows))
-	for i := range at {
-		at[i] = full
+	lls, errs := make([]float64, len(sets)), make([]error, len(sets))
+	var wg sync.WaitGroup
+	for j, d := range sets {
+		b.enter()
+		wg.Go(func() {
+			defer b.exit()
+			lls[j], _, errs[j] = b.call(ctx, key(j), d.Trials, full)
+		})
 	}
-	lls, _, err := f.e.EvalRows(rows, at, batching)
-	return lls, err
+	wg.Wait()
+	return lls, errors.Join(errs...)
 }
 
 // refit fits the bootstrap's data sets (subjects) of subject id, fitted at x (fitting scale),
 // with BootstrapRestarts restarts each, the first from x with its L-BFGS-B memory started
-// from the subject's Hessian there, hess (nil: none), in the fit's chunk sizes, and
-// returns for those fitted without error their fitted parameters (fitting scale), the index
-// of their data set in subjects and their maximized log-likelihoods, in data-set order (so
-// that the bootstrap's sums do not depend on which refit finished first), and the evaluations
-// all refits took.
-func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []float64, hess [][]float64, batching likelihood.Batching) ([][]float64, []int, []float64, int, error) {
+// from the subject's Hessian there, hess (nil: none), as workers of b (data set j named
+// key(j)), and returns for those fitted without error their fitted parameters (fitting
+// scale), the index of their data set in subjects and their maximized log-likelihoods, in
+// data-set order (so that the bootstrap's sums do not depend on which refit finished
+// first), and the evaluations all refits took. The caller must not be one of b's workers.
+// Each refit is fitted as the subject was, with its prior (Options.Priors) if it has one.
+func (f *Fitter) refit(ctx context.Context, b *batcher, key func(int) int, subjects []Subject, id string, x []float64, hess [][]float64) ([][]float64, []int, []float64, int, error) {
 	opts := f.opts
 	opts.Restarts = f.opts.BootstrapRestarts
 	if opts.Restarts <= 0 {
@@ -267,11 +279,18 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 	for k, i := range f.infer {
 		at[f.spec.Params[i].Name] = x[k]
 	}
-	opts.Starts, opts.StartsFrom = map[string]map[string]float64{}, ""
+	opts.Starts, opts.StartsFrom, opts.Priors = map[string]map[string]float64{}, "", nil
+	prior, hasPrior := f.opts.Priors[id]
+	if hasPrior {
+		opts.Priors = map[string]Prior{}
+	}
 	for _, s := range subjects {
 		opts.Starts[s.ID] = at
+		if hasPrior {
+			opts.Priors[s.ID] = prior
+		}
 	}
-	opts.refit, opts.batchMost = true, batching.Most // the fit's chunk sizes: no new graph
+	opts.refit = true
 	// The refits' data are the subject's kind of data made at x, so the subject's curvature
 	// there is a good model of theirs: the first step is a Newton step, not a steepest
 	// descent (29–60 % fewer evaluations; docs/speed.md, change 13).
@@ -280,21 +299,28 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}
-	byData := make([]*Result, len(subjects)) // in data-set order, whatever order they finish in
-	evals := 0
-	err = nf.FitFrom(ctx, subjects, nil, func(r Result) error {
-		evals += r.Evaluations
-		if r.Err == "" {
-			j, _ := strconv.Atoi(r.Subject)
-			byData[j] = &r
-		}
-		return nil
-	})
+	tr, err := nf.newTracker(subjects, nil)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	byData := make([]Result, len(subjects)) // in data-set order, whatever order they finish in
+	start := time.Now()
+	var wg sync.WaitGroup
+	for j, s := range subjects {
+		b.enter()
+		wg.Go(func() {
+			defer b.exit()
+			byData[j] = nf.fitSubject(ctx, b, j, key(j), s, start, tr)
+		})
+	}
+	wg.Wait()
 	var refits [][]float64
 	var data []int
 	var logliks []float64
+	evals := 0
 	for j, r := range byData {
-		if r == nil {
+		evals += r.Evaluations
+		if r.Err != "" {
 			continue
 		}
 		row := make([]float64, len(f.infer))
@@ -303,7 +329,7 @@ func (f *Fitter) refit(ctx context.Context, subjects []Subject, id string, x []f
 		}
 		refits, data, logliks = append(refits, row), append(data, j), append(logliks, r.LogLik)
 	}
-	return refits, data, logliks, evals, err
+	return refits, data, logliks, evals, ctx.Err()
 }
 
 // simulateAt simulates K data sets of agent v (the likelihood's own for the zero value) at x

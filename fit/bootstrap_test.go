@@ -166,7 +166,7 @@ func TestRefitsStartAtTheEstimate(t *testing.T) {
 	for j := range 6 {
 		subjects = append(subjects, Subject{ID: strconv.Itoa(j), Trials: trials})
 	}
-	refits, data, logliks, _, err := f.refit(context.Background(), subjects, "s", x, nil, likelihood.Batching{})
+	refits, data, logliks, _, err := refitAlone(f, subjects, x, nil)
 	require.NoError(t, err)
 	require.Len(t, refits, len(subjects))
 	require.Len(t, data, len(subjects))
@@ -208,9 +208,9 @@ func TestRefitsFromTheCurvature(t *testing.T) {
 	for _, d := range sims {
 		subjects = append(subjects, Subject{ID: strconv.Itoa(len(subjects)), Trials: d})
 	}
-	plain, _, plainLL, plainEvals, err := f.refit(context.Background(), subjects, "s", x, nil, likelihood.Batching{})
+	plain, _, plainLL, plainEvals, err := refitAlone(f, subjects, x, nil)
 	require.NoError(t, err)
-	seeded, _, seededLL, seededEvals, err := f.refit(context.Background(), subjects, "s", x, est.Hessian, likelihood.Batching{})
+	seeded, _, seededLL, seededEvals, err := refitAlone(f, subjects, x, est.Hessian)
 	require.NoError(t, err)
 	require.Len(t, plain, len(subjects))
 	require.Len(t, seeded, len(subjects))
@@ -228,4 +228,12 @@ func TestRefitsFromTheCurvature(t *testing.T) {
 	for j := range subjects {
 		assert.InDelta(t, plainLL[j], seededLL[j], 0.01, "data set %d", j)
 	}
+}
+
+// refitAlone runs f.refit of subject "s"'s data sets with a batcher of their own.
+func refitAlone(f *Fitter, subjects []Subject, x []float64, hess [][]float64) (refits [][]float64, data []int, logliks []float64, evals int, err error) {
+	f.serve(len(subjects[0].Trials), len(subjects), func(b *batcher) {
+		refits, data, logliks, evals, err = f.refit(context.Background(), b, func(j int) int { return j }, subjects, "s", x, hess)
+	})
+	return
 }

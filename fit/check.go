@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -47,17 +48,20 @@ type Check struct {
 // Warns reports whether the check's p-value is below CheckAlpha.
 func (c *Check) Warns() bool { return c != nil && c.P < CheckAlpha }
 
-// check runs the goodness-of-fit check of subject s fitted at x (fitted parameters, fitting
-// scale) with log-likelihood loglik, evaluating in the fit's batching.
-func (f *Fitter) check(s Subject, x []float64, loglik float64, batching likelihood.Batching) (*Check, error) {
-	f.checks.Lock() // bounds the memory of the checks' chunks, which run beside the fit's
-	defer f.checks.Unlock()
+// check runs the goodness-of-fit check of subject s (the fit's subject si) fitted at x
+// (fitted parameters, fitting scale) with log-likelihood loglik, its data sets evaluated as
+// workers of b, the fit's batcher; the caller must not be one of b's workers.
+func (f *Fitter) check(ctx context.Context, b *batcher, si int, s Subject, x []float64, loglik float64) (*Check, error) {
 	K := f.opts.CheckDraws
 	rows, err := f.simulateAt(s, x, K, checkSeed(f.opts.Seed, s.ID), likelihood.AgentVariant{})
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}
-	lls, err := f.logLiksAt(rows, x, batching)
+	sets := make([]Subject, len(rows))
+	for j, r := range rows {
+		sets[j] = Subject{Trials: r}
+	}
+	lls, err := f.logLiksAt(ctx, b, func(j int) int { return f.setKey(si, f.opts.Bootstrap+j) }, sets, x)
 	if err != nil {
 		return nil, fmt.Errorf("goodness-of-fit check: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nioc-gpu/nioc-gpu/data"
@@ -91,8 +92,7 @@ type Options struct {
 	// value starts every subject at once.
 	Queue int
 
-	refit     bool // a bootstrap's refits: no standard errors, no early graphs
-	batchMost int  // > 0: the most requests in flight that the chunk sizes are planned for
+	refit bool // a bootstrap's refits: no standard errors
 	// curvature, if set, is the Hessian of the negative log-likelihood (nats, fitting scale,
 	// over the fitted parameters) near every subject's first initial point: that restart's
 	// L-BFGS-B memory starts from it (LBFGSBSettings.Curvature), as a bootstrap's refits do
@@ -210,8 +210,6 @@ type Fitter struct {
 	lo, hi        []float64
 	batches       int
 	largest       int          // evaluations of the largest round
-	bootstraps    sync.Mutex   // one subject's bootstrap at a time: each keeps every core busy
-	checks        sync.Mutex   // one subject's check at a time: each runs chunks on every core
 	started       func(si int) // if set, told of each subject as FitFrom starts it (tests)
 }
 
@@ -363,12 +361,10 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	)
 	checkpointing := f.opts.Checkpoint != nil && f.opts.CheckpointEvery > 0
 	tr.progress(&startP)
-	rows := make([][][][]float64, len(subjects))
-	for i, s := range subjects {
-		rows[i] = s.Trials
-	}
-	// Most requests in flight at once: every restart of every subject, or a Hessian's 2p,
-	// or the queue's.
+	// Most requests in flight at once, as the chunks are planned: every restart of every
+	// subject, or a Hessian's 2p, or the queue's. (A subject's bootstrap refits and check
+	// evaluate in the same batches; planning for them too, 25 and 20 a subject, made the Go
+	// backend's chunks larger and the pendulum's default fit 30 % slower.)
 	perSubject := max(f.opts.Restarts, 2*len(f.infer))
 	most := perSubject * len(subjects)
 	queue := f.queueRows(trials)
@@ -378,11 +374,8 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 	if queue > 0 {
 		most = max(queue, perSubject)
 	}
-	if f.opts.batchMost > 0 {
-		most = f.opts.batchMost
-	}
 	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
-		ll, grad, err := f.evalBatch(rows, trials, most, reqs)
+		ll, grad, err := f.evalBatch(trials, most, reqs)
 		mu.Lock()
 		evals += len(reqs)
 		if err != nil && evalErr == nil {
@@ -408,7 +401,7 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		}
 		return ll, grad, err
 	})
-	if !f.opts.refit && !graph.CompilesSlowly(f.e.Backend()) {
+	if !graph.CompilesSlowly(f.e.Backend()) {
 		// The trial scores' graph is built while the restarts' first graph is: on the Go
 		// backend a build runs on one core and leaves the other idle. Its flat chunks serve
 		// the last rounds, when few restarts are left, and the robust standard errors use it;
@@ -431,7 +424,7 @@ func (f *Fitter) FitFrom(ctx context.Context, subjects []Subject, from *Checkpoi
 		go func() {
 			defer wg.Done()
 			defer b.exit()
-			res := f.fitSubject(ctx, b, si, subjects[si], start, tr, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most})
+			res := f.fitSubject(ctx, b, si, si, subjects[si], start, tr)
 			mu.Lock()
 			defer mu.Unlock()
 			if ctx.Err() != nil || emitErr != nil {
@@ -528,9 +521,10 @@ func (f *Fitter) Batches() int { return f.batches }
 // batch, before they are split into chunks).
 func (f *Fitter) LargestBatch() int { return f.largest }
 
-// fitSubject runs the subject's restarts, as workers of b, and then its Hessian. The calling
+// fitSubject runs the restarts of subject si (the tracker's index; key names its trials in
+// b's batches, request.row), as workers of b, and then its Hessian and bootstrap. The calling
 // goroutine is itself a registered worker of b while it runs.
-func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, start time.Time, track *tracker, batching likelihood.Batching) Result {
+func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si, key int, s Subject, start time.Time, track *tracker) Result {
 	nObs := 0.0 // the transitions observed: every trial's own steps
 	for _, tr := range s.Trials {
 		nObs += float64(len(tr) - 1)
@@ -546,7 +540,7 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		return res
 	}
 	objective := func(x []float64) (float64, []float64, error) {
-		ll, grad, err := b.call(ctx, si, f.full(x))
+		ll, grad, err := b.call(ctx, key, s.Trials, f.full(x))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -576,17 +570,33 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 	}
 	settings := f.opts.Settings
 	settings.MaxIter = f.opts.MaxIter
-	for r, x0 := range f.InitialPoints(s.ID) {
-		prev := track.restart(si, r)
-		if prev != nil && prev.Status != "" { // finished before a checkpoint
+	points := f.InitialPoints(s.ID)
+	var todo []int // the restarts to run
+	for r := range points {
+		if prev := track.restart(si, r); prev != nil && prev.Status != "" { // finished before a checkpoint
 			results[r] = prev.result()
 			continue
 		}
+		todo = append(todo, r)
+	}
+	// This goroutine makes no calls while its restarts run: it leaves the batcher meanwhile,
+	// and the last restart to end registers it again before leaving, so that the batcher never
+	// sees the subject gone between its restarts and its Hessian (a queue would admit the next
+	// subject there).
+	var left atomic.Int32
+	left.Store(int32(len(todo)))
+	for _, r := range todo {
+		prev, x0 := track.restart(si, r), points[r]
 		wg.Add(1)
 		b.enter()
 		go func() {
 			defer wg.Done()
-			defer b.exit()
+			defer func() {
+				if left.Add(-1) == 0 {
+					b.enter()
+				}
+				b.exit()
+			}()
 			set := settings
 			if r == 0 {
 				set.Curvature = perTransition(f.opts.curvature, nObs)
@@ -604,10 +614,10 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 			results[r] = rr
 		}()
 	}
-	// This goroutine makes no calls while its restarts run: leave the batcher meanwhile.
-	b.exit()
+	if len(todo) > 0 {
+		b.exit()
+	}
 	wg.Wait()
-	b.enter()
 	if ctx.Err() != nil {
 		res.Err = ctx.Err().Error()
 		return res
@@ -700,12 +710,12 @@ func (f *Fitter) fitSubject(ctx context.Context, b *batcher, si int, s Subject, 
 		x, ll := bestRes.X, res.LogLik
 		go func() {
 			defer close(checkDone)
-			check, checkErr = f.check(s, x, ll, batching)
+			check, checkErr = f.check(ctx, b, si, s, x, ll)
 		}()
 	}
 	if f.opts.Uncertainty == UncertaintyBootstrap && res.Err == "" && ctx.Err() == nil {
-		b.exit() // the refits run on their own: the batcher must not wait for this subject
-		if err := f.bootstrap(ctx, s, bestRes.X, &res, batching); err != nil {
+		b.exit() // while it simulates, the batcher must not wait for this subject
+		if err := f.bootstrap(ctx, b, si, s, bestRes.X, &res); err != nil {
 			res.BootstrapErr = err.Error()
 		}
 		b.enter()
@@ -770,14 +780,13 @@ func summarize(reasons []string) string {
 	return strings.Join(parts, "; ")
 }
 
-// evalBatch evaluates requests on the trials of their rows, in graph runs of at most
-// MaxBatch rows × trials (likelihood.Evaluator.EvalRows); most is the most requests of any
-// batch of the fit.
+// evalBatch evaluates requests on their trials, in graph runs of at most MaxBatch rows ×
+// trials (likelihood.Evaluator.EvalRows); most is the most requests of any batch of the fit.
 //
 // The requests are evaluated grouped by row (a subject's restarts side by side, which packs
 // faster: likelihood's prepare copies a row that repeats the one before it); a row's result
 // does not depend on its place.
-func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*request) ([]float64, [][]float64, error) {
+func (f *Fitter) evalBatch(trials, most int, reqs []*request) ([]float64, [][]float64, error) {
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i
@@ -786,7 +795,7 @@ func (f *Fitter) evalBatch(rows [][][][]float64, trials, most int, reqs []*reque
 	dataRows := make([][][][]float64, len(reqs))
 	thetas := make([][]float64, len(reqs))
 	for k, i := range order {
-		dataRows[k], thetas[k] = rows[reqs[i].row], reqs[i].theta
+		dataRows[k], thetas[k] = reqs[i].data, reqs[i].theta
 	}
 	ll, grad, err := f.e.EvalRows(dataRows, thetas, likelihood.Batching{Trials: trials, MaxBatch: f.opts.MaxBatch, Most: most, Keep: true})
 	if err != nil {

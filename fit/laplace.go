@@ -46,7 +46,7 @@ func (f *Fitter) laplace(ctx context.Context, b *batcher, si int, s Subject, x [
 			} else {
 				xs[j/2] -= hessianStep
 			}
-			ll, g, err := b.call(ctx, si, f.full(xs))
+			ll, g, err := b.call(ctx, si, s.Trials, f.full(xs))
 			if err == nil && math.IsInf(ll, -1) {
 				err = errors.New("log-likelihood not finite next to the optimum")
 			}
@@ -233,17 +233,11 @@ func (f *Fitter) LaplaceAt(ctx context.Context, s Subject, x []float64) (Result,
 	for k, i := range f.infer {
 		res.Scaled[f.spec.Params[i].Name] = x[k]
 	}
-	rows := [][][][]float64{s.Trials}
-	most := 2 * len(f.infer)
-	b := newBatcher(func(reqs []*request) ([]float64, [][]float64, error) {
-		return f.evalBatch(rows, len(s.Trials), most, reqs)
+	var err error
+	f.serve(len(s.Trials), 2*len(f.infer), func(b *batcher) {
+		b.enter()
+		err = f.laplace(ctx, b, 0, s, x, &res)
+		b.exit()
 	})
-	stop, served := make(chan struct{}), make(chan struct{})
-	b.enter()
-	go func() { b.run(stop); close(served) }()
-	err := f.laplace(ctx, b, 0, s, x, &res)
-	b.exit()
-	close(stop)
-	<-served
 	return res, err
 }

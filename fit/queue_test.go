@@ -81,3 +81,46 @@ func testQueueIsExact(t *testing.T, lopts likelihood.Options) {
 		})
 	}
 }
+
+// TestBootstrapSharesTheBatcher: the bootstraps' refits and the goodness-of-fit checks'
+// evaluations run in the fit's batches beside the other subjects' restarts, and each
+// subject's result, intervals and refits included, is bit for bit the one of the subject
+// fitted alone, with every subject at once and through a queue of one subject.
+func TestBootstrapSharesTheBatcher(t *testing.T) {
+	var subjects []Subject
+	for i := range 3 {
+		subjects = append(subjects, Subject{ID: string(rune('a' + i)), Trials: simulate(t, "linear", control.ObservePartial, 12, 0, uint64(20+i))})
+	}
+	agents, err := likelihood.ParseAgentVariants("ours,ours-nonoise")
+	require.NoError(t, err)
+	base := Options{Restarts: 2, Seed: 4, MaxIter: 25, Uncertainty: UncertaintyBootstrap, Bootstrap: 6, BootstrapAgents: agents, CheckDraws: 5}
+	alone := map[string]Result{}
+	for _, s := range subjects {
+		f := newFitter(t, "linear", likelihood.Options{}, base)
+		evaluated := 0 // what the fit's batcher evaluated
+		f.SetProgress(func(p Progress) { evaluated = p.Evaluations })
+		r := fitAll(t, f, []Subject{s})[s.ID]
+		require.NotNil(t, r.Bootstrap, "subject %s: %s", s.ID, r.BootstrapErr)
+		require.NotNil(t, r.Check, "subject %s: %s", s.ID, r.CheckErr)
+		// Every evaluation ran in the fit's batches: the restarts' and the Hessian's, the
+		// refits', the bootstrap's data sets at the estimate and the check's.
+		assert.Equal(t, r.Evaluations+r.Bootstrap.Evaluations+base.Bootstrap+r.Check.Draws+r.Check.NonFinite, evaluated, "subject %s", s.ID)
+		alone[s.ID] = r
+	}
+	for _, queue := range []int{-1, base.Restarts} {
+		opts := base
+		opts.Queue = queue
+		f := newFitter(t, "linear", likelihood.Options{}, opts)
+		got := fitAll(t, f, subjects)
+		t.Logf("queue %d: largest batch %d, batches %d", queue, f.LargestBatch(), f.Batches())
+		for _, s := range subjects {
+			r, w := got[s.ID], alone[s.ID]
+			require.Empty(t, r.Err)
+			require.NotNil(t, r.Bootstrap, "subject %s: %s", s.ID, r.BootstrapErr)
+			require.NotNil(t, r.Check, "subject %s: %s", s.ID, r.CheckErr)
+			assert.Equal(t, base.Bootstrap, r.Bootstrap.Refits)
+			r.Seconds, w.Seconds = 0, 0
+			assert.Equal(t, w, r, "queue %d, subject %s", queue, s.ID)
+		}
+	}
+}

@@ -16,20 +16,26 @@
 #   bench/gpu/run.sh cmdbuf    reaching (TASKS) per evaluation at ROWS (1,50) vectors with XLA's
 #                              command buffers (CUDA graphs) as by default, off, and recording
 #                              while loops and conditionals too
+#   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
+#                              XLA's default flags and with its autotuners off (those flags the
+#                              plugin knows): build+compile and per evaluation
 #   bench/gpu/run.sh fusion    reaching and cart-pole (TASKS) per evaluation at ROWS (1,50) vectors with
 #                              XLA's own fusion (the GPU default) and with fusion barriers
 #                              (NIOC_XLA_FUSION=xla, barriers; the CPU plugin's default)
 #   bench/gpu/run.sh fit       SUBJECTS (100) reaching subjects (50 restarts × 50 trials,
 #                              partially observable) through the subject queue (--queue QUEUE,
 #                              default 0: by backend; -1: all at once), --max-batch MAX_BATCH
-#                              (125000; auto: the default by backend): wall time, subjects per
-#                              hour, accuracy (FIT_ARGS: more fit flags; FIT_S: a time limit in
+#                              (default auto: the default by backend; 125000: 2,500 rows a chunk,
+#                              as before 2026-11-27): wall time, subjects per hour, accuracy
+#                              (FIT_ARGS: more fit flags, e.g. "--uncertainty hessian
+#                              --check-draws 0" for the estimates alone; FIT_S: a time limit in
 #                              seconds, after which the subjects done are reported)
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
 #                              vectors × 50 trials, up to the first size that fails
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
-#   bench/gpu/run.sh sample    posterior sampler speed, one pendulum subject
+#   bench/gpu/run.sh sample    posterior sampler speed: SAMPLE_SUBJECTS (10) subjects of
+#                              SAMPLE_TASKS (reaching) sampled together (issue 28's case)
 #   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
@@ -38,8 +44,9 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env prepare cache fit async cmdbuf blocks fusion tasks) in one call,
-#                              within BUDGET_S seconds (540), ROWS=50 unless set
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env compile fit sample tasks) in one call,
+#                              within BUDGET_S seconds (540; STEP:SECONDS caps a step), ROWS=50
+#                              unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
 #                              names a checkout of RothkopfLab/nioc-neurips, jaxopt importable)
@@ -50,19 +57,24 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|cmdbuf|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
 all)
 	# One call for a session whose device time is short: the steps of STEPS_LIST in order, each
-	# under what is left of BUDGET_S seconds; a step is skipped when under 30 s are left.
+	# under what is left of BUDGET_S seconds (STEP:SECONDS caps a step further); a step is
+	# skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env prepare cache fit async cmdbuf blocks fusion tasks}; do
+	for s in ${STEPS_LIST:-env compile fit sample tasks}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
 			continue
+		fi
+		if [[ $s == *:* ]]; then
+			((${s#*:} < left)) && left=${s#*:}
+			s=${s%%:*}
 		fi
 		ROWS=${ROWS:-50} timeout "$left" "$0" "$s" || echo "bench/gpu/run.sh all: $s ended with exit $?"
 	done
@@ -158,6 +170,30 @@ out=$OUT/$step.md
 			XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "refused or failed: exit $?"
 		done
 		;;
+	compile)
+		# What a GPU compile spends its 15-25 s a shape on: XLA's autotuners, with the flags
+		# the plugin knows (an unknown flag aborts XLA). No cache: every run compiles.
+		known=$(strings "$NIOC_PJRT" 2>/dev/null | grep -E '^xla_[a-z0-9_]+$' | sort -u || true)
+		for c in default --xla_gpu_autotune_level=0 --xla_gpu_experimental_enable_fusion_autotuner=false \
+			"--xla_gpu_autotune_level=0 --xla_gpu_experimental_enable_fusion_autotuner=false" --xla_gpu_enable_triton_gemm=false; do
+			flags=${XLA_FLAGS:-}
+			if [[ $c != default ]]; then
+				missing=""
+				for f in $c; do
+					n=${f#--}
+					grep -qx "${n%%=*}" <<<"$known" || missing="$missing ${n%%=*}"
+				done
+				if [[ -n $missing ]]; then
+					echo "## $c: not in the plugin ($missing), skipped"
+					continue
+				fi
+				flags="${XLA_FLAGS:-} $c"
+			fi
+			echo "## XLA_FLAGS=$flags"
+			echo
+			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-50}" -fits=false -xla off || echo "failed: exit $?"
+		done
+		;;
 	fusion)
 		for f in xla barriers; do
 			echo "## NIOC_XLA_FUSION=$f"
@@ -171,8 +207,8 @@ out=$OUT/$step.md
 		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
 		watch=$!
 		rm -f "$OUT"/fit.jsonl "$OUT"/fit.csv "$OUT"/fit.jsonl.ckpt
-		batch="--max-batch ${MAX_BATCH:-125000}"
-		[[ ${MAX_BATCH:-} == auto ]] && batch="" # the default by backend (likelihood.MaxBatchFor)
+		batch="--max-batch ${MAX_BATCH:-auto}"
+		[[ ${MAX_BATCH:-auto} == auto ]] && batch="" # the default by backend (likelihood.MaxBatchFor)
 		echo "nioc-gpu fit --task reaching --restarts 50 --seed 1 $batch --queue ${QUEUE:-0} ${FIT_ARGS:-} ($n subjects)"
 		start=$(date +%s.%N)
 		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 $batch --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
@@ -192,7 +228,7 @@ out=$OUT/$step.md
 		bin/bench-table -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
 		;;
 	sample)
-		bin/bench-sample -tasks pendulum -subjects 1
+		bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}"
 		;;
 	blocks)
 		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off

@@ -137,11 +137,12 @@ func TestCLIProvenance(t *testing.T) {
 		tmp := t.TempDir()
 		out := filepath.Join(tmp, "r.jsonl")
 		cliOK(t, fitArgs(data, out)...)
-		recs := cliReadJSONL(t, out)
+		recs := cliReadJSONL(t, out) // in the order the subjects finished
+		require.Len(t, recs, 2)
 		twice := cliWriteJSONL(t, tmp, "twice.jsonl", append(recs, recs[0]))
 		r := cliOK(t, "compare", "--task", "linear", twice)
 		assert.Contains(t, r.stderr, "2 subject(s) (task definition builtin:linear")
-		assert.Contains(t, r.stderr, "subject(s) 1 appear more than once")
+		assert.Contains(t, r.stderr, fmt.Sprintf("subject(s) %v appear more than once", recs[0]["subject"]))
 	})
 
 	t.Run("start and init from a fit of other data", func(t *testing.T) {
