@@ -84,7 +84,12 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	xb := b.(*xla.Backend)
 	client := xb.Client()
 	client.SetAsyncExecution(async)
-	if dir := os.Getenv(EnvXLACache); dir != "" {
+	if dir, byDefault := XLACacheDir(!cpu); dir != "" {
+		limit, err := XLACacheMax()
+		if err != nil {
+			b.Finalize()
+			return nil, err
+		}
 		device := xb.DeviceDescription(0)
 		if devs := client.AddressableDevices(); len(devs) > 0 {
 			if desc, err := devs[0].GetDescription(); err == nil {
@@ -93,13 +98,15 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 				}
 			}
 		}
-		cache, err := newDiskCache(dir, xlaCacheSalt(path, client.Platform(), client.PlatformVersion(), device))
-		if err != nil {
+		cache, err := newDiskCache(dir, xlaCacheSalt(path, client.Platform(), client.PlatformVersion(), device), limit)
+		switch {
+		case err == nil:
+			xb.SetExecutableCache(cache)
+			xlaCaches.Store(b, cache)
+		case !byDefault: // a directory asked for must be usable; the default may not be
 			b.Finalize()
 			return nil, err
 		}
-		xb.SetExecutableCache(cache)
-		xlaCaches.Store(b, cache)
 	}
 	return b, nil
 }

@@ -5,22 +5,78 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/internal/atomicfile"
 )
 
-// EnvXLACache names the environment variable that turns on XLA's compiled-program cache: a
+// EnvXLACache names the environment variable that sets XLA's compiled-program cache: a
 // directory where each program XLA compiles is kept, so that a later process (the next fit, a
 // job array's other tasks on a shared file system) loads it instead of compiling it again.
-// Empty or unset: no cache. See docs/backends.md, "Compiled programs kept between processes".
+// Empty or "off": no cache; unset: XLACacheDir's default. See docs/backends.md, "Compiled
+// programs kept between processes".
 const EnvXLACache = "NIOC_XLA_CACHE"
+
+// EnvXLACacheMax names the environment variable that bounds the cache directory's size: a size
+// such as 4GB or 500MB (0: no bound); DefaultXLACacheMax where unset. Past it the programs
+// used longest ago are removed (diskCache.trim).
+const EnvXLACacheMax = "NIOC_XLA_CACHE_MAX"
+
+// DefaultXLACacheMax is the cache's bound in bytes where EnvXLACacheMax is unset: some 100
+// batch shapes of a GPU fit.
+const DefaultXLACacheMax = 4_000_000_000
+
+// XLACacheDir returns the directory of XLA's compiled-program cache (EnvXLACache) for a plugin
+// that runs on an accelerator or on the CPU, and whether it is the default rather than one
+// asked for: the variable's value where set ("" or "off": none); unset, on an accelerator,
+// nioc-gpu/xla in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on
+// Linux), since a GPU compiles a batch shape's programs in 15–25 s and loads them in 0.5–2 s
+// (docs/backends.md, "H100, measured 2026-11-27"); on the CPU none, where compiling takes
+// seconds. "" where there is none.
+func XLACacheDir(accelerator bool) (dir string, byDefault bool) {
+	return xlaCacheDir(os.LookupEnv, os.UserCacheDir, accelerator)
+}
+
+func xlaCacheDir(lookup func(string) (string, bool), userCache func() (string, error), accelerator bool) (string, bool) {
+	if v, ok := lookup(EnvXLACache); ok {
+		if v = strings.TrimSpace(v); strings.EqualFold(v, "off") {
+			return "", false
+		}
+		return v, false
+	}
+	if !accelerator {
+		return "", false
+	}
+	base, err := userCache()
+	if err != nil || base == "" {
+		return "", false
+	}
+	return filepath.Join(base, "nioc-gpu", "xla"), true
+}
+
+// XLACacheMax returns the cache's bound in bytes (EnvXLACacheMax; 0: none), or an error naming
+// the variable where its value is not a size.
+func XLACacheMax() (int64, error) {
+	v, ok := os.LookupEnv(EnvXLACacheMax)
+	if !ok || strings.TrimSpace(v) == "" {
+		return DefaultXLACacheMax, nil
+	}
+	n, err := humanize.ParseBytes(strings.TrimSpace(v))
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("%s=%q: want a size such as 4GB or 500MB, or 0 for no bound", EnvXLACacheMax, v)
+	}
+	return int64(n), nil
+}
 
 // xlaCacheVersion changes whenever what a key covers changes.
 const xlaCacheVersion = "nioc-gpu xla cache 1"
@@ -35,6 +91,9 @@ type CacheStats struct {
 	// and stored again); LastErr is the last one's reason.
 	Failed  int64
 	LastErr string
+	// Evicted counts the programs this process removed to keep the directory within its bound
+	// (EnvXLACacheMax).
+	Evicted int64
 }
 
 // xlaCaches holds each XLA backend's cache (backends.Backend → *diskCache).
@@ -57,20 +116,22 @@ func XLACacheStats(b backends.Backend) (stats CacheStats, ok bool) {
 // the group (0644 less the umask); each begins with the SHA-256 of the rest, so that a damaged
 // one is compiled again.
 type diskCache struct {
-	dir  string
-	salt []byte
+	dir   string
+	salt  []byte
+	limit int64 // bytes the directory may hold (0: no bound)
 
-	hits, misses, stored, failed atomic.Int64
-	mu                           sync.Mutex
-	lastErr                      string
+	hits, misses, stored, failed, evicted atomic.Int64
+	mu                                    sync.Mutex
+	lastErr                               string
 }
 
-// newDiskCache returns a cache in dir (created if missing) whose keys include salt.
-func newDiskCache(dir string, salt []byte) (*diskCache, error) {
+// newDiskCache returns a cache in dir (created if missing) whose keys include salt and whose
+// files take at most limit bytes (0: no bound).
+func newDiskCache(dir string, salt []byte, limit int64) (*diskCache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", EnvXLACache, dir, err)
 	}
-	return &diskCache{dir: dir, salt: salt}, nil
+	return &diskCache{dir: dir, salt: salt, limit: limit}, nil
 }
 
 func (c *diskCache) path(program []byte) string {
@@ -82,13 +143,17 @@ func (c *diskCache) path(program []byte) string {
 }
 
 // Load returns the executable stored for program, or nil if there is none or the file is
-// damaged.
+// damaged. A file loaded is marked as used now (its modification time), so that trim keeps it
+// longest.
 func (c *diskCache) Load(program []byte) []byte {
-	data, err := os.ReadFile(c.path(program))
+	path := c.path(program)
+	data, err := os.ReadFile(path)
 	if err == nil && len(data) > sha256.Size {
 		sum := sha256.Sum256(data[sha256.Size:])
 		if bytes.Equal(sum[:], data[:sha256.Size]) {
 			c.hits.Add(1)
+			now := time.Now()
+			_ = os.Chtimes(path, now, now) // a read-only directory keeps its order
 			return data[sha256.Size:]
 		}
 	}
@@ -112,6 +177,50 @@ func (c *diskCache) Store(program, executable []byte, err error) {
 		return
 	}
 	c.stored.Add(1)
+	c.trim()
+}
+
+// trim removes the programs used longest ago (the oldest modification times: written or
+// loaded) once the directory's programs take more than limit bytes, down to four fifths of it,
+// so that it is not trimmed again at every store. Processes sharing the directory may trim
+// at once: a program removed under another is compiled again there.
+func (c *diskCache) trim() {
+	if c.limit <= 0 {
+		return
+	}
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		path string
+		size int64
+		used time.Time
+	}
+	var files []file
+	var total int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".xla" {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			files = append(files, file{filepath.Join(c.dir, e.Name()), info.Size(), info.ModTime()})
+			total += info.Size()
+		}
+	}
+	if total <= c.limit {
+		return
+	}
+	slices.SortFunc(files, func(a, b file) int { return a.used.Compare(b.used) })
+	for _, f := range files {
+		if total <= c.limit/5*4 {
+			break
+		}
+		if os.Remove(f.path) == nil {
+			total -= f.size
+			c.evicted.Add(1)
+		}
+	}
 }
 
 // write replaces the file at path by the executable behind its SHA-256 (atomicfile: readers
@@ -125,7 +234,7 @@ func (c *diskCache) stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Stored: c.stored.Load(),
-		Failed: c.failed.Load(), LastErr: c.lastErr}
+		Failed: c.failed.Load(), LastErr: c.lastErr, Evicted: c.evicted.Load()}
 }
 
 // xlaCacheSalt returns what, besides the program, decides the code XLA compiles: the plugin

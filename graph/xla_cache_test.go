@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -18,9 +19,9 @@ import (
 // file and no temporary ones.
 func TestDiskCache(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
-	c, err := newDiskCache(dir, []byte("salt A"))
+	c, err := newDiskCache(dir, []byte("salt A"), 0)
 	require.NoError(t, err)
-	other, err := newDiskCache(dir, []byte("salt B"))
+	other, err := newDiskCache(dir, []byte("salt B"), 0)
 	require.NoError(t, err)
 
 	prog, exe := []byte("module @p {}"), []byte("compiled code")
@@ -66,7 +67,7 @@ func TestDiskCache(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, tmp)
 
-	_, err = newDiskCache(filepath.Join(path, "sub"), nil) // a file where a directory should be
+	_, err = newDiskCache(filepath.Join(path, "sub"), nil, 0) // a file where a directory should be
 	assert.ErrorContains(t, err, EnvXLACache)
 }
 
@@ -168,4 +169,99 @@ func TestXLAAsyncExecution(t *testing.T) {
 	for range 5 {
 		assert.Equal(t, want, whileLoopValues(t, async))
 	}
+}
+
+// TestXLACacheDir: NIOC_XLA_CACHE where set ("" and "off": none); unset, the user's cache
+// directory on an accelerator and none on the CPU.
+func TestXLACacheDir(t *testing.T) {
+	home := func() (string, error) { return "/home/u/.cache", nil }
+	for _, tc := range []struct {
+		name        string
+		set         bool
+		value       string
+		accelerator bool
+		userCache   func() (string, error)
+		want        string
+		byDefault   bool
+	}{
+		{"unset, GPU", false, "", true, home, "/home/u/.cache/nioc-gpu/xla", true},
+		{"unset, CPU", false, "", false, home, "", false},
+		{"unset, GPU, no user cache directory", false, "", true, func() (string, error) { return "", os.ErrNotExist }, "", false},
+		{"a directory", true, "/scratch/xla", false, home, "/scratch/xla", false},
+		{"a directory, GPU", true, "/scratch/xla", true, home, "/scratch/xla", false},
+		{"empty", true, "", true, home, "", false},
+		{"off", true, "off", true, home, "", false},
+		{"OFF", true, " OFF ", true, home, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) {
+				require.Equal(t, EnvXLACache, k)
+				return tc.value, tc.set
+			}
+			dir, byDefault := xlaCacheDir(lookup, tc.userCache, tc.accelerator)
+			assert.Equal(t, tc.want, dir)
+			assert.Equal(t, tc.byDefault, byDefault)
+		})
+	}
+}
+
+// TestXLACacheMax: sizes in the units of --max-memory, 0 for no bound, the default where
+// unset, and an error naming the variable otherwise.
+func TestXLACacheMax(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int64
+		err   bool
+	}{{"", DefaultXLACacheMax, false}, {"500MB", 500_000_000, false}, {"2GiB", 2 << 30, false},
+		{"1.5 GB", 1_500_000_000, false}, {"0", 0, false}, {"lots", 0, true}, {"-1GB", 0, true}} {
+		t.Setenv(EnvXLACacheMax, tc.value)
+		got, err := XLACacheMax()
+		if tc.err {
+			assert.ErrorContains(t, err, EnvXLACacheMax, "%q", tc.value)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.value)
+		assert.Equal(t, tc.want, got, "%q", tc.value)
+	}
+}
+
+// TestDiskCacheTrim: past its bound the cache removes the programs used longest ago, a program
+// loaded counting as used then, down to four fifths of the bound; without a bound it keeps
+// everything.
+func TestDiskCacheTrim(t *testing.T) {
+	dir := t.TempDir()
+	exe := make([]byte, 1000) // each file: 1,032 bytes with its checksum
+	c, err := newDiskCache(dir, nil, 5000)
+	require.NoError(t, err)
+	prog := func(i int) []byte { return []byte{'p', byte('0' + i)} }
+	age := func(i int, ago time.Duration) { // file times are coarse: set them apart by hand
+		then := time.Now().Add(-ago)
+		require.NoError(t, os.Chtimes(c.path(prog(i)), then, then))
+	}
+	for i := range 4 {
+		c.Store(prog(i), exe, nil)
+		age(i, time.Duration(10-i)*time.Minute) // p0 oldest
+	}
+	require.NotNil(t, c.Load(prog(0)), "p0 used now: the newest")
+	c.Store(prog(4), exe, nil) // 5 × 1,032 > 5,000: trimmed to ≤ 4,000, the oldest first
+	n, size, err := XLACacheUsage(dir)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.LessOrEqual(t, size, int64(4000))
+	assert.Equal(t, int64(2), c.stats().Evicted)
+	assert.Nil(t, c.Load(prog(1)), "p1: used longest ago")
+	assert.Nil(t, c.Load(prog(2)))
+	for _, i := range []int{0, 3, 4} {
+		assert.NotNil(t, c.Load(prog(i)), "p%d kept", i)
+	}
+
+	unbounded, err := newDiskCache(t.TempDir(), nil, 0)
+	require.NoError(t, err)
+	for i := range 8 {
+		unbounded.Store(prog(i), exe, nil)
+	}
+	n, _, err = XLACacheUsage(unbounded.dir)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+	assert.Zero(t, unbounded.stats().Evicted)
 }

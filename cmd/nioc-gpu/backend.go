@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"time"
@@ -48,13 +50,7 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "       %s\n", smokeTest(path))
 		}
 	}
-	if dir := os.Getenv(graph.EnvXLACache); dir == "" {
-		fmt.Fprintf(stdout, "compiled-program cache: off (set $%s=DIR to keep XLA's compiled programs between runs)\n", graph.EnvXLACache)
-	} else if n, size, err := graph.XLACacheUsage(dir); err != nil {
-		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s: %v\n", graph.EnvXLACache, dir, err)
-	} else {
-		fmt.Fprintf(stdout, "compiled-program cache: $%s=%s, %d programs, %.1f MB\n", graph.EnvXLACache, dir, n, float64(size)/1e6)
-	}
+	fmt.Fprintf(stdout, "compiled-program cache: %s\n", cacheLine())
 	switch f := os.Getenv(graph.EnvXLAFusion); f {
 	case "":
 		fmt.Fprintf(stdout, "fusion: XLA's own on GPUs; on the CPU plugin with a barrier after each shared value ($%s=barriers|xla|off)\n", graph.EnvXLAFusion)
@@ -124,4 +120,34 @@ func smokeTest(path string) string {
 		}
 	}
 	return fmt.Sprintf("usable: %s, float64 results equal the Go backend's to %.1e (compile+run %v)%s", bx.Name(), worst, took.Round(time.Millisecond), cache)
+}
+
+// cacheLine says where XLA keeps its compiled programs (graph.XLACacheDir), how many it holds
+// and in how much of its bound.
+func cacheLine() string {
+	dir, byDefault := graph.XLACacheDir(true)
+	cpuDir, _ := graph.XLACacheDir(false)
+	if dir == "" {
+		return fmt.Sprintf("off (set $%s=DIR to keep XLA's compiled programs between runs)", graph.EnvXLACache)
+	}
+	where := fmt.Sprintf("$%s=%s", graph.EnvXLACache, dir)
+	if byDefault && cpuDir == "" {
+		where = fmt.Sprintf("%s on GPUs (the default; $%s=off: none, =DIR: another, used by the CPU plugin too)", dir, graph.EnvXLACache)
+	}
+	limit, err := graph.XLACacheMax()
+	if err != nil {
+		return fmt.Sprintf("%s: %v", where, err)
+	}
+	bound := "no bound"
+	if limit > 0 {
+		bound = fmt.Sprintf("at most %.0f MB ($%s)", float64(limit)/1e6, graph.EnvXLACacheMax)
+	}
+	n, size, err := graph.XLACacheUsage(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s, empty, %s", where, bound)
+	case err != nil:
+		return fmt.Sprintf("%s: %v", where, err)
+	}
+	return fmt.Sprintf("%s, %d programs, %.1f MB of %s", where, n, float64(size)/1e6, bound)
 }

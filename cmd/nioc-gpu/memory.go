@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -30,29 +31,17 @@ func (m *memoryFlag) String() string {
 	return strconv.FormatInt(m.bytes, 10)
 }
 
-var memoryUnits = []struct {
-	suffix string
-	bytes  float64
-}{{"gib", 1 << 30}, {"mib", 1 << 20}, {"gb", 1e9}, {"mb", 1e6}, {"g", 1e9}, {"m", 1e6}, {"b", 1}}
-
 func (m *memoryFlag) Set(s string) error {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "auto" {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "auto") {
 		*m = memoryFlag{}
 		return nil
 	}
-	unit := 1.0
-	for _, u := range memoryUnits {
-		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, unit = strings.TrimSpace(rest), u.bytes
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	v, err := humanize.ParseBytes(t) // 1.5GB = 1.5e9 bytes, 2GiB = 2³¹
+	if err != nil || v > math.MaxInt64 {
 		return fmt.Errorf("want a size such as 1.5GB or 800MB, auto, or 0 for no budget, got %q", s)
 	}
-	*m = memoryFlag{explicit: true, bytes: int64(v * unit)}
+	*m = memoryFlag{explicit: true, bytes: int64(v)}
 	return nil
 }
 

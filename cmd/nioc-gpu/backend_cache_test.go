@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCacheLine: what `nioc-gpu backend` says of the compiled-program cache: the default
+// directory on GPUs where NIOC_XLA_CACHE is unset, a directory set and its programs, off, and
+// a bound that is not a size.
+func TestCacheLine(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	t.Setenv(graph.EnvXLACacheMax, "")
+	t.Setenv(graph.EnvXLACache, "")
+	require.NoError(t, os.Unsetenv(graph.EnvXLACache)) // t.Setenv restores it afterwards
+	line := cacheLine()
+	assert.Contains(t, line, filepath.Join(xdg, "nioc-gpu", "xla")+" on GPUs (the default")
+	assert.Contains(t, line, "empty, at most 4000 MB")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.xla"), make([]byte, 2e6), 0o644))
+	t.Setenv(graph.EnvXLACache, dir)
+	assert.Equal(t, "$NIOC_XLA_CACHE="+dir+", 1 programs, 2.0 MB of at most 4000 MB ($NIOC_XLA_CACHE_MAX)", cacheLine())
+	t.Setenv(graph.EnvXLACacheMax, "0")
+	assert.Contains(t, cacheLine(), "of no bound")
+	t.Setenv(graph.EnvXLACacheMax, "big")
+	assert.Contains(t, cacheLine(), "NIOC_XLA_CACHE_MAX=\"big\": want a size")
+
+	t.Setenv(graph.EnvXLACache, "off")
+	assert.Contains(t, cacheLine(), "off (set $NIOC_XLA_CACHE=DIR")
+}
