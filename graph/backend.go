@@ -30,6 +30,10 @@ const (
 	// EnvXLAFusion chooses how XLA fuses operations: FusionBarriers (the CPU plugin's default),
 	// FusionXLA (other plugins' default) or FusionOff (docs/backends.md, "Fusion with barriers").
 	EnvXLAFusion = "NIOC_XLA_FUSION"
+	// EnvTraceCalls set to 1 writes a line to stderr for every program call of a looped Flow
+	// (Engine): the program's name, its first input's dimensions and the call's wall time, to
+	// see on a device which calls cost what (docs/backends.md, "Where a call's time goes").
+	EnvTraceCalls = "NIOC_TRACE_CALLS"
 )
 
 // DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.

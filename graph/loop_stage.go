@@ -6,6 +6,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -141,6 +142,9 @@ func (e *Engine) execute(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
 	e.mu.Lock()
 	e.calls++
 	e.mu.Unlock()
+	if traceCalls {
+		defer traceCall(p.name, in, time.Now())
+	}
 	if p.tape != nil {
 		res, err := p.tape.run(in)
 		if err != nil {
@@ -427,4 +431,17 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 		out = append(out, parts...)
 	}
 	return out
+}
+
+// traceCalls is EnvTraceCalls, read once.
+var traceCalls = os.Getenv(EnvTraceCalls) == "1"
+
+// traceCall writes one program call to stderr (EnvTraceCalls): its name, its first input's
+// dimensions and the wall time since start, results included.
+func traceCall(name string, in []*tensors.Tensor, start time.Time) {
+	dims := "-"
+	if len(in) > 0 && in[0] != nil {
+		dims = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(in[0].Shape().Dimensions)), "×"), "[]")
+	}
+	fmt.Fprintf(os.Stderr, "nioc call %-24s %-16s %9.3f ms\n", name, dims, float64(time.Since(start).Nanoseconds())/1e6)
 }

@@ -2,10 +2,16 @@ package graph
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -270,4 +276,29 @@ func TestWhileLoopsEqualSteps(t *testing.T) {
 	e := NewEngine(bg)
 	e.SetWhileLoops(true)
 	assert.False(t, e.WhileLoops(), "the Go backend runs no while loops")
+}
+
+// TestTraceCall: a traced call (EnvTraceCalls) is one line with the program's name, its first
+// input's dimensions and its wall time.
+func TestTraceCall(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w
+	traceCall("tracking", []*tensors.Tensor{tensors.FromFlatDataAndDimensions(make([]float64, 6), 3, 2)}, time.Now().Add(-1500*time.Microsecond))
+	traceCall("theta", nil, time.Now())
+	os.Stderr = stderr
+	require.NoError(t, w.Close())
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 2)
+	f := strings.Fields(lines[0])
+	require.Len(t, f, 6)
+	assert.Equal(t, []string{"nioc", "call", "tracking", "3×2", "ms"}, []string{f[0], f[1], f[2], f[3], f[5]})
+	ms, err := strconv.ParseFloat(f[4], 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, ms, 1.5)
+	assert.Contains(t, lines[1], "theta")
+	assert.Contains(t, lines[1], " - ")
 }

@@ -16,6 +16,8 @@
 #   bench/gpu/run.sh cmdbuf    reaching (TASKS) per evaluation at ROWS (1,50) vectors with XLA's
 #                              command buffers (CUDA graphs) as by default, off, and recording
 #                              while loops and conditionals too
+#   bench/gpu/run.sh calls     one evaluation call by call (NIOC_TRACE_CALLS): reaching (TASKS) at
+#                              ROWS (1) vectors, calls that wait and calls that do not
 #   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
 #                              XLA's default flags and with its autotuners off (those flags the
 #                              plugin knows): build+compile and per evaluation
@@ -44,7 +46,7 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env compile fit sample tasks) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env calls async compile fit sample tasks) in one call,
 #                              within BUDGET_S seconds (540; STEP:SECONDS caps a step), ROWS=50
 #                              unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
@@ -57,7 +59,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -66,7 +68,7 @@ all)
 	# under what is left of BUDGET_S seconds (STEP:SECONDS caps a step further); a step is
 	# skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env compile fit sample tasks}; do
+	for s in ${STEPS_LIST:-env calls async compile fit sample tasks}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -154,6 +156,8 @@ out=$OUT/$step.md
 		rm -rf "$dir"
 		;;
 	async)
+		# Both runs compile the same programs: the second loads them from the first's cache.
+		[[ $NIOC_XLA_CACHE == off ]] && export NIOC_XLA_CACHE=$(mktemp -d)
 		for a in 0 1; do
 			echo "## NIOC_XLA_ASYNC=$a"
 			echo
@@ -171,6 +175,19 @@ out=$OUT/$step.md
 			echo "## XLA_FLAGS=$flags"
 			echo
 			XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "refused or failed: exit $?"
+		done
+		;;
+	calls)
+		# Where one evaluation's wall time goes, call by call (NIOC_TRACE_CALLS): the last
+		# evaluation of bench-table's timing loop, reaching (TASKS) at ROWS (1) vectors,
+		# calls that wait and calls that do not (NIOC_XLA_ASYNC=0, 1; their programs shared).
+		[[ $NIOC_XLA_CACHE == off ]] && export NIOC_XLA_CACHE=$(mktemp -d)
+		for a in 0 1; do
+			echo "## NIOC_XLA_ASYNC=$a, the last evaluation's calls"
+			echo
+			NIOC_XLA_ASYNC=$a NIOC_TRACE_CALLS=1 bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1}" -fits=false -xla off 2>&1 |
+				grep '^nioc call' | tail -n "${CALLS:-23}" | awk '{ print; ms += $(NF-1) } END { printf "sum %.3f ms\n", ms }'
+			echo
 		done
 		;;
 	compile)
