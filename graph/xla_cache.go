@@ -182,7 +182,7 @@ func (c *diskCache) Store(program, executable []byte, err error) {
 
 // trim removes the programs used longest ago (the oldest modification times: written or
 // loaded) once the directory's programs take more than limit bytes, down to four fifths of it,
-// so that it is not trimmed again at every store. Processes sharing the directory may trim
+// so that it is not trimmed again at every store; a program larger than that goes first. Processes sharing the directory may trim
 // at once: a program removed under another is compiled again there.
 func (c *diskCache) trim() {
 	if c.limit <= 0 {
@@ -211,9 +211,19 @@ func (c *diskCache) trim() {
 	if total <= c.limit {
 		return
 	}
-	slices.SortFunc(files, func(a, b file) int { return a.used.Compare(b.used) })
+	target := c.limit / 5 * 4
+	// A program larger than the target never fits: it goes first, rather than every other.
+	slices.SortFunc(files, func(a, b file) int {
+		if (a.size > target) != (b.size > target) {
+			if a.size > target {
+				return -1
+			}
+			return 1
+		}
+		return a.used.Compare(b.used)
+	})
 	for _, f := range files {
-		if total <= c.limit/5*4 {
+		if total <= target {
 			break
 		}
 		if os.Remove(f.path) == nil {

@@ -255,6 +255,16 @@ func TestDiskCacheTrim(t *testing.T) {
 		assert.NotNil(t, c.Load(prog(i)), "p%d kept", i)
 	}
 
+	// A program larger than four fifths of the bound is removed, not the others.
+	c.Store(prog(5), make([]byte, 4500), nil)
+	n, size, err = XLACacheUsage(dir)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Nil(t, c.Load(prog(5)))
+	for _, i := range []int{0, 3, 4} {
+		assert.NotNil(t, c.Load(prog(i)), "p%d kept beside a program too large", i)
+	}
+
 	unbounded, err := newDiskCache(t.TempDir(), nil, 0)
 	require.NoError(t, err)
 	for i := range 8 {
