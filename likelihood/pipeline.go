@@ -136,6 +136,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		return a
 	}
 	var perStep []*graph.Value
+	at := 0 // the entry of each perStep value that holds its log-likelihood
 	switch {
 	case o.Method == MCEBaseline:
 		seqs := [][]*graph.Value{in.X[:T], Uhat, gains, Xbar[:T]}
@@ -229,15 +230,15 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			}
 			return next, nil
 		}, init, seqs, append([]*graph.Value{theta}, tau...), false)
-		perStep = []*graph.Value{f.Map("tracking_total", func(g [][]graph.S) [][]graph.S {
-			return [][]graph.S{{g[0][n+n*n]}}
-		}, final)[0]}
+		// The running total is the carry's entry after the belief's mean and covariance: rows
+		// reads it there (one program call fewer forward and backward than a stage of its own).
+		perStep, at = []*graph.Value{final}, n+n*n
 	}
 	return f.Map("rows", func(g [][]graph.S) [][]graph.S {
 		ll := graph.Sum(func() []graph.S {
 			terms := make([]graph.S, len(g)-1)
 			for t := range terms {
-				terms[t] = g[t][0]
+				terms[t] = g[t][at]
 			}
 			return terms
 		}()...)

@@ -19,7 +19,7 @@ var stageColumns = []struct {
 	{"linearization", []string{"linearize", "linearize_final", "gaps"}},
 	{"backward pass", []string{"backward_init", "backward", "backward_partial_init", "backward_partial"}},
 	{"filter gains", []string{"sigma0", "kalman", "moments_init", "moments"}},
-	{"belief tracking", []string{"belief_init", "tracking", "tracking_total", "full", "baseline"}},
+	{"belief tracking", []string{"belief_init", "tracking", "full", "baseline"}},
 }
 
 // compareStages prints, for each task, the graph nodes each stage of the unrolled likelihood
