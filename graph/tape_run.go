@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/nioc-gpu/nioc-gpu/internal/simd"
 	"github.com/viterin/vek"
 )
 
@@ -94,7 +95,7 @@ func (t *tape) exec(in *instr, m []float64) {
 		case 2: // out is b: a·b = b·a exactly
 			vek.Mul_Inplace(out, a[:len(out)])
 		default:
-			vek.Mul_Into(out, a[:len(out)], b)
+			simd.Mul(out, a, b)
 		}
 		switch in.op {
 		case opMulAdd:
@@ -172,7 +173,7 @@ func binaryFast(op opcode, mode, inplace uint8, out, a, b []float64) {
 			case opSub:
 				vek.Sub_Into(out, a, b)
 			case opMul:
-				vek.Mul_Into(out, a, b)
+				simd.Mul(out, a, b)
 			case opDiv:
 				vek.Div_Into(out, a, b)
 			}
