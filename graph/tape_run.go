@@ -84,7 +84,7 @@ func (t *tape) exec(in *instr, m []float64) {
 			}
 		}
 	case opBinaryS:
-		t.strided[in.aux].binary(out, a, m[in.in[1]:], binaryFunc(in.sub))
+		t.strided[in.aux].binary(out, a, m[in.in[1]:], in.sub)
 	case opMulAdd, opMulSub, opSubMul:
 		b, c := m[in.in[1]:][:len(out)], m[in.in[2]:][:len(out)]
 		// The product is rounded first (no fused multiply-add): the same bits as Mul and

@@ -30,13 +30,26 @@ func (s *stridedSpec) gather(out, a []float64) {
 	}
 }
 
-// binary runs out[i] = f(a[·], b[·]) over the output's multi-indices.
-func (s *stridedSpec) binary(out, a, b []float64, f func(x, y float64) float64) {
+// binary runs out[i] = op(a[·], b[·]) over the output's multi-indices.
+func (s *stridedSpec) binary(out, a, b []float64, op opcode) {
+	f := binaryFunc(op)
 	if !s.small {
 		s.each(func(i int, off []int) { out[i] = f(a[off[0]], b[off[1]]) })
 		return
 	}
 	d, sa, sb, k := s.d3, s.s3[0], s.s3[1], 0
+	if op == opMul { // the most frequent: the product inline, not a call an element
+		for i0 := range d[0] {
+			for i1 := range d[1] {
+				oa, ob := i0*sa[0]+i1*sa[1], i0*sb[0]+i1*sb[1]
+				for i2 := range d[2] {
+					out[k] = a[oa+i2*sa[2]] * b[ob+i2*sb[2]]
+					k++
+				}
+			}
+		}
+		return
+	}
 	for i0 := range d[0] {
 		for i1 := range d[1] {
 			oa, ob := i0*sa[0]+i1*sa[1], i0*sb[0]+i1*sb[1]
