@@ -35,11 +35,13 @@ func MaxBatchFor(b backends.Backend, steps int) int {
 	return max(DefaultMaxBatch, AcceleratorBatchSteps/max(steps, 1))
 }
 
-// HostBatch bounds rows × trials of one graph run of EvalRows on XLA's CPU plugin, below
-// MaxBatch: there a chunk runs on one core, and smaller chunks run more of them at once and keep
-// their buffers in the core's caches and glibc's heap. 12 reaching subjects, 5 restarts each, 50
-// trials, on 2 cores, the plugin's kernels run sequentially (graph/xlapatch): 17.3–18.7 s in
-// chunks of 50 rows, 8.7–9.2 s in chunks of 5 to 15 (docs/backends.md, "Sequential thunks").
+// HostBatch bounds rows × trials of one graph run of EvalRows on the CPU (the Go backend and
+// XLA's CPU plugin), below MaxBatch: there a chunk runs on one core, and smaller chunks keep
+// their buffers in the core's caches. 12 reaching subjects, 5 restarts each, 50 trials, on 2
+// cores: the CPU plugin (kernels run sequentially, graph/xlapatch) 17.3–18.7 s in chunks of 50
+// rows, 8.7–9.2 s in chunks of 5 to 15 (docs/backends.md, "Sequential thunks"); the Go backend's
+// default fit 16.5 s in chunks of 30 rows, 11.2 s in chunks of 10, one subject of cart-pole with
+// 50 restarts 18.6–21.0 s against 14.3–14.7 s (docs/speed.md, change 17).
 const HostBatch = 500
 
 // Batching says how EvalRows splits its rows into graph runs.
@@ -99,7 +101,7 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
-	ladder := chunkLadder(chunkMost(maxBatch, trials, slow, host), b.Most, workers, slow, host)
+	ladder := chunkLadder(chunkMost(maxBatch, trials, host), b.Most, workers, slow, host)
 	ideal := ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
 	var chunk int
 	if !slow {
@@ -274,10 +276,9 @@ func ladderRung(ladder []int, rows, workers int) int {
 }
 
 // chunkMost returns the most rows of trials trials that one chunk holds: maxBatch / trials, and
-// at most HostBatch / trials on XLA's CPU plugin (a backend that compiles slowly, on the host);
-// at least 1.
-func chunkMost(maxBatch, trials int, compilesSlowly, onHost bool) int {
-	if compilesSlowly && onHost {
+// at most HostBatch / trials on the CPU (the Go backend and XLA's CPU plugin); at least 1.
+func chunkMost(maxBatch, trials int, onHost bool) int {
+	if onHost {
 		maxBatch = min(maxBatch, HostBatch)
 	}
 	return max(1, maxBatch/max(trials, 1))

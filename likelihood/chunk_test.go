@@ -64,7 +64,7 @@ func TestChunkRows(t *testing.T) {
 	for host, want := range map[bool]map[int]bool{false: {2500: true, 156: true}, true: {10: true}} {
 		sizes := map[int]bool{}
 		for rows := 5000; rows >= 1; rows-- {
-			sizes[chunkRows(rows, chunkMost(125000, 50, true, host), 5000, 16, true, host)] = true
+			sizes[chunkRows(rows, chunkMost(125000, 50, host), 5000, 16, true, host)] = true
 		}
 		assert.Equal(t, want, sizes, "on the host: %v", host)
 	}
@@ -85,21 +85,21 @@ func TestChunkMost(t *testing.T) {
 	tests := []struct {
 		name             string
 		maxBatch, trials int
-		slow, host       bool
+		host             bool // the Go backend or XLA's CPU plugin
 		want             int
 	}{
-		{"go", 2500, 50, false, true, 50},
-		{"xla on a GPU", 2500, 50, true, false, 50},
-		{"xla on the CPU: HostBatch", 2500, 50, true, true, 10},
-		{"xla on the CPU: a smaller MaxBatch stands", 200, 50, true, true, 4},
-		{"xla on the CPU: long rows, one a chunk", 2500, 800, true, true, 1},
-		{"go: long rows", 2500, 3000, false, true, 1},
+		{"on the CPU: HostBatch", 2500, 50, true, 10},
+		{"on the CPU: a smaller MaxBatch stands", 200, 50, true, 4},
+		{"on the CPU: long rows, one a chunk", 2500, 800, true, 1},
+		{"on the CPU: rows longer than MaxBatch", 2500, 3000, true, 1},
+		{"xla on a GPU", 2500, 50, false, 50},
+		{"xla on a GPU: its default batch", 25000, 50, false, 500},
 	}
 	for _, tc := range tests {
-		assert.Equal(t, tc.want, chunkMost(tc.maxBatch, tc.trials, tc.slow, tc.host), tc.name)
+		assert.Equal(t, tc.want, chunkMost(tc.maxBatch, tc.trials, tc.host), tc.name)
 	}
 	// 12 subjects of 50 trials, 5 restarts each, on XLA's CPU plugin, 2 cores: chunks of 10.
-	assert.Equal(t, 10, chunkRows(60, chunkMost(2500, 50, true, true), 60, 2, true, true))
+	assert.Equal(t, 10, chunkRows(60, chunkMost(2500, 50, true), 60, 2, true, true))
 }
 
 // The planner pads into a built size until the padding has cost a build, then builds the

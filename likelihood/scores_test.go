@@ -97,10 +97,11 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 			th2 := append([]float64(nil), theta...)
 			th2[0] += 0.1
 			// 3 rows × 4 trials, then 3 rows × 7
-			_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+			// Most: 3 plans chunks for these calls of 3 rows, as a fit plans them for its rounds.
+			_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
 			require.NoError(t, err)
 			small, _ := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
-			_, _, err = e.EvalRows([][][][]float64{trials, trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{})
+			_, _, err = e.EvalRows([][][][]float64{trials, trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
 			require.NoError(t, err)
 			sh, ok := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
 			require.True(t, ok)
