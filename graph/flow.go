@@ -60,6 +60,7 @@ type Value struct {
 	tan   *tensors.Tensor // forward mode: its tangents [p, K, batch...]
 	stack *stacked        // looped, if t is nil: the stacked tensor whose row row holds it
 	row   int
+	pend  *slot // looped: the output of a fused call (loop_fuse.go), if not stacked
 }
 
 // Len returns the number of scalars in the group.

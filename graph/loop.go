@@ -19,20 +19,23 @@ import (
 type Engine struct {
 	backend backends.Backend
 
-	mu    sync.Mutex
-	progs map[string]*stageProg
-	warm  map[string]bool // Tape.Precompile's keys
-	stats ProgramStats
-	calls int
-	block int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
-	while bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
+	mu      sync.Mutex
+	progs   map[string]*stageProg
+	warm    map[string]bool // Tape.Precompile's keys
+	stats   ProgramStats
+	calls   int
+	block   int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
+	while   bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
+	unfused bool // each map a program of its own (SetFusedCalls)
+
+	lays map[string][]outGroup // Engine.layouts
 
 	gathers gatherProgs // Gather's programs
 }
 
 // NewEngine returns an Engine that compiles for backend b.
 func NewEngine(b backends.Backend) *Engine {
-	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}}
+	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}, unfused: !fusedCallsDefault}
 }
 
 // SetStepsPerCall makes each program of a recursion (Tape.Scan) run k steps, unrolled in its
@@ -117,6 +120,8 @@ type call struct {
 	// stackOut: each output group's values over the steps come as one stacked tensor, and so
 	// do the cotangents of the sequences (loop_stack.go).
 	stackOut bool
+	fused    *fusedCall // non-nil: the calls of a fused call, run as one program (loop_fuse.go)
+	slots    []int      // a call of a fused call: each output group's slot, -1 if it has no nodes
 }
 
 func (c *call) groups() int { return len(c.seqs) + len(c.shared) }
@@ -147,6 +152,7 @@ type Tape struct {
 	warm    bool     // Precompile compiled every program this tape's flow runs
 	pending []func() // dry: what Compile runs, concurrently
 	queued  map[*stageProg]bool
+	fusing  *fusedCall // the calls recorded but not yet run (loop_fuse.go)
 }
 
 // NewTape returns an empty Tape; with grad it records what Backward needs.
@@ -206,6 +212,7 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 	}
 	out := make([]float64, v.Len()*size)
 	var data []float64
+	tp.flush()
 	if tp.dry {
 		return out
 	}
@@ -263,7 +270,7 @@ func (tp *Tape) Release() {
 	for _, t := range tp.owned {
 		_ = t.FinalizeAll()
 	}
-	tp.owned, tp.ct, tp.recs, tp.seed = nil, nil, nil, nil
+	tp.owned, tp.ct, tp.recs, tp.seed, tp.fusing = nil, nil, nil, nil, nil
 }
 
 // Map implements Flow.
@@ -420,6 +427,11 @@ func (tp *Tape) run(c *call) {
 		grad = false // no tangent flows in: constant inputs only
 	}
 	c.stackOut = tp.e.WhileLoops() && c.steps > 0 && tp.fwd == 0
+	if tp.fusable(c) {
+		tp.fuse(c, grad)
+		return
+	}
+	tp.flush()
 	plan := newArgPlan()
 	in := plan.inputs(c, c.stackOut)
 	var key strings.Builder
@@ -525,6 +537,7 @@ func (tp *Tape) zeros(v *Value) ref {
 // the differentiated input's cotangent only. It panics if the tape neither records nor
 // carries tangents.
 func (tp *Tape) Backward(out *Value) {
+	tp.flush()
 	if tp.fwd > 0 {
 		tp.forwardGrad(out)
 		return
@@ -620,6 +633,10 @@ func vjpSpecOf(c *call, has func(*Value) bool) (*vjpSpec, bool) {
 // differentiated inputs. On a dry tape it builds the program, queues its compile and gives the
 // inputs cotangents without numbers.
 func (tp *Tape) vjp(c *call) {
+	if c.fused != nil {
+		tp.vjpFused(c.fused, c.name)
+		return
+	}
 	v, ok := vjpSpecOf(c, func(x *Value) bool { return tp.ct[x].ok() })
 	if !ok {
 		return

@@ -26,6 +26,7 @@ func (tp *Tape) Compile() error {
 	if !tp.dry {
 		panic("graph: Compile of a tape that is not dry")
 	}
+	tp.flush()
 	err := tp.e.parallel(tp.pending)
 	tp.pending = nil
 	return err

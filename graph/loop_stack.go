@@ -19,8 +19,9 @@ import (
 // value [K, batch...] of a sequence (nil on a dry tape: the values' structure stays, their
 // numbers do not).
 type stacked struct {
-	t *tensors.Tensor
-	T int
+	t    *tensors.Tensor
+	T    int
+	pend *slot // the stacked output of a fused call (loop_fuse.go)
 }
 
 // ref is where the numbers of a value (or of a cotangent) are: a tensor of its own
@@ -29,13 +30,14 @@ type ref struct {
 	t   *tensors.Tensor
 	s   *stacked
 	row int
-	dry bool // a dry tape's: there, but no numbers
+	dry bool  // a dry tape's: there, but no numbers
+	p   *slot // the output of a fused call, if not stacked (loop_fuse.go)
 }
 
 func (r ref) ok() bool { return r.t != nil || r.s != nil || r.dry }
 
 // ref returns where v's numbers are.
-func (v *Value) ref() ref { return ref{t: v.t, s: v.stack, row: v.row} }
+func (v *Value) ref() ref { return ref{t: v.t, s: v.stack, row: v.row, p: v.pend} }
 
 // host returns the flat numbers of r, a value [K, batch...] whose batch holds size numbers.
 func (r ref) host(K, size int) []float64 {
@@ -52,7 +54,8 @@ func (r ref) host(K, size int) []float64 {
 }
 
 // source says where a program finds one value among its parameters: the parameter arg itself
-// (row < 0), or row row of parameter arg, a stacked tensor.
+// (row < 0), or row row of parameter arg, a stacked tensor. An arg below -1 is a node the
+// program made itself, the output of an earlier call of a fused call (argPlan.inside).
 type source struct{ arg, row int }
 
 // argPlan lists the parameters of a program in order: each value's own tensor, or a stacked
@@ -63,6 +66,7 @@ type argPlan struct {
 	dims    [][]int
 	stacks  map[*stacked]int
 	key     strings.Builder
+	fused   *fusedCall // the fused call whose programs find its own outputs inside (loop_fuse.go)
 }
 
 func newArgPlan() *argPlan { return &argPlan{stacks: map[*stacked]int{}} }
@@ -75,6 +79,9 @@ func (p *argPlan) add(t *tensors.Tensor, dims []int) int {
 
 // stack returns the parameter of stacked tensor s of rows of dimensions dims.
 func (p *argPlan) stack(s *stacked, dims []int) int {
+	if k, ok := p.inside(s.pend); ok {
+		return k
+	}
 	k, ok := p.stacks[s]
 	if !ok {
 		k = p.add(s.t, along(dims, seqAxis, s.T))
@@ -89,6 +96,10 @@ func (p *argPlan) one(r ref, dims []int) source {
 		k := p.stack(r.s, dims)
 		fmt.Fprintf(&p.key, "r%d.%d,", k, r.row)
 		return source{arg: k, row: r.row}
+	}
+	if k, ok := p.inside(r.p); ok {
+		fmt.Fprintf(&p.key, "i%d,", k)
+		return source{arg: k, row: -1}
 	}
 	p.key.WriteString("p,")
 	return source{arg: p.add(r.t, dims), row: -1}

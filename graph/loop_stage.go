@@ -184,6 +184,16 @@ type stageBuilder struct {
 	in0     []groupSrc // each input group's values
 	cts     []groupSrc // each output group's cotangents (vjp)
 	accs    []groupSrc // each input group's cotangents so far (vjp)
+	inside  []*G.Node  // a fused call's: the packed outputs of its calls so far, by slot
+}
+
+// arg returns the program's parameter k, or for k < -1 the packed output -2-k of an earlier
+// call of the same fused call (argPlan.inside; -1 is groupSrc's "none").
+func (b *stageBuilder) arg(k int) *G.Node {
+	if k < -1 {
+		return b.inside[-2-k]
+	}
+	return b.args[k]
 }
 
 // params creates the program's parameters, of dimensions dims.
@@ -197,7 +207,7 @@ func (b *stageBuilder) params(dims [][]int) []*G.Node {
 
 // srcNode returns the node of a value of dimensions dims at s.
 func (b *stageBuilder) srcNode(s source, dims []int) *G.Node {
-	a := b.args[s.arg]
+	a := b.arg(s.arg)
 	if s.row < 0 {
 		return a
 	}
@@ -207,8 +217,8 @@ func (b *stageBuilder) srcNode(s source, dims []int) *G.Node {
 // seqNode returns the values of a sequence at gs, each of dimensions dims ([K, batch...]), as
 // one node [K, T, batch...].
 func (b *stageBuilder) seqNode(gs groupSrc, dims []int) *G.Node {
-	if gs.whole >= 0 {
-		a := b.args[gs.whole]
+	if gs.whole != -1 { // a parameter, or a node of the program's own (arg)
+		a := b.arg(gs.whole)
 		if gs.from == 0 && a.Shape().Dimensions[seqAxis] == gs.n {
 			return a
 		}
@@ -360,12 +370,12 @@ func (b *stageBuilder) forward() ([]*G.Node, []outGroup) {
 	return out, b.lays
 }
 
-func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
-	b.unpack()
-	b.pack(b.c.f(b.in))
+// loss returns Σ_j ⟨output group j, its cotangent⟩ over the output groups ctOut names (nil if
+// none): the scalar whose gradient is the vector–Jacobian product. pack must have run.
+func (b *stageBuilder) loss(ctOut []bool) *G.Node {
 	var loss *G.Node
 	for j, o := range b.outs {
-		if !v.ctOut[j] {
+		if !ctOut[j] {
 			continue
 		}
 		lay := b.lays[j]
@@ -383,6 +393,13 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 			loss = G.Add(loss, term)
 		}
 	}
+	return loss
+}
+
+func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
+	b.unpack()
+	b.pack(b.c.f(b.in))
+	loss := b.loss(v.ctOut)
 	var targets []*G.Node
 	for i := range b.c.groups() {
 		if v.gradIn[i] {
@@ -396,41 +413,49 @@ func (b *stageBuilder) vjp(v *vjpSpec) []*G.Node {
 		if !v.gradIn[i] {
 			continue
 		}
-		v0 := b.c.group(i)[0]
-		gs := grads[k : k+v0.lay.nodes]
-		k += v0.lay.nodes
-		var packed *G.Node
-		if i < len(b.c.seqs) {
-			packed = G.Stack(gs, 0) // [K, T, batch...]
-		} else {
-			for e := range gs {
-				gs[e] = G.Reshape(gs[e], v0.batch...)
-			}
-			packed = G.Stack(gs, 0) // a shared input: one cotangent, not one per step
-		}
-		dims := valueDims(v0)
-		if i < len(b.c.seqs) && b.c.stackOut {
-			s := packed // [K, T, batch...]
-			if v.accIn[i] {
-				s = G.Add(s, b.seqNode(b.accs[i], dims))
-			}
-			out = append(out, s)
-			continue
-		}
-		var parts []*G.Node
-		if i < len(b.c.seqs) {
-			parts = b.split(packed)
-		} else {
-			parts = []*G.Node{packed}
-		}
-		if v.accIn[i] {
-			for t := range parts {
-				parts[t] = G.Add(parts[t], b.srcNode(b.accs[i].srcs[t], dims))
-			}
-		}
-		out = append(out, parts...)
+		n := b.c.group(i)[0].lay.nodes
+		out = append(out, b.gradOut(i, b.entryGrads(i, grads[k:k+n]), v.accIn[i])...)
+		k += n
 	}
 	return out
+}
+
+// entryGrads returns the gradients gs of input group i's node entries in the dimensions of its
+// values: [T, batch...] for a sequence, batch for a shared input (one cotangent, not one per
+// step).
+func (b *stageBuilder) entryGrads(i int, gs []*G.Node) []*G.Node {
+	if i < len(b.c.seqs) {
+		return gs
+	}
+	out := make([]*G.Node, len(gs))
+	for e, g := range gs {
+		out[e] = G.Reshape(g, b.c.group(i)[0].batch...)
+	}
+	return out
+}
+
+// gradOut returns the cotangent tensors of input group i from the gradients gs of its node
+// entries (entryGrads), with acc what the group's values held before (b.accs[i]) added.
+func (b *stageBuilder) gradOut(i int, gs []*G.Node, acc bool) []*G.Node {
+	v0 := b.c.group(i)[0]
+	packed := G.Stack(gs, 0) // [K, T, batch...] for a sequence, [K, batch...] for a shared input
+	dims := valueDims(v0)
+	if i < len(b.c.seqs) && b.c.stackOut {
+		if acc {
+			packed = G.Add(packed, b.seqNode(b.accs[i], dims))
+		}
+		return []*G.Node{packed}
+	}
+	parts := []*G.Node{packed}
+	if i < len(b.c.seqs) {
+		parts = b.split(packed)
+	}
+	if acc {
+		for t := range parts {
+			parts[t] = G.Add(parts[t], b.srcNode(b.accs[i].srcs[t], dims))
+		}
+	}
+	return parts
 }
 
 // traceCalls is EnvTraceCalls, read once.

@@ -18,6 +18,9 @@
 #                              while loops and conditionals too
 #   bench/gpu/run.sh calls     one evaluation call by call (NIOC_TRACE_CALLS): reaching (TASKS) at
 #                              ROWS (1) vectors, calls that wait and calls that do not
+#   bench/gpu/run.sh fused     reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors with
+#                              each map between recursions a program of its own and with each
+#                              run of them one program (NIOC_FUSE_CALLS=off, on: the default)
 #   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
 #                              XLA's default flags and with its autotuners off (those flags the
 #                              plugin knows): build+compile and per evaluation
@@ -37,7 +40,8 @@
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
 #   bench/gpu/run.sh sample    posterior sampler speed: SAMPLE_SUBJECTS (10) subjects of
-#                              SAMPLE_TASKS (reaching) sampled together (issue 28's case)
+#                              SAMPLE_TASKS (reaching) sampled together (issue 28's case),
+#                              SAMPLE_CHAINS (4) chains a subject (a list: 4,16 runs both)
 #   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
@@ -46,7 +50,7 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env calls async compile fit sample tasks) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env calls fused async compile fit sample tasks) in one call,
 #                              within BUDGET_S seconds (540; STEP:SECONDS caps a step), ROWS=50
 #                              unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
@@ -59,7 +63,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -68,7 +72,7 @@ all)
 	# under what is left of BUDGET_S seconds (STEP:SECONDS caps a step further); a step is
 	# skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env calls async compile fit sample tasks}; do
+	for s in ${STEPS_LIST:-env calls fused async compile fit sample tasks}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -179,15 +183,27 @@ out=$OUT/$step.md
 		;;
 	calls)
 		# Where one evaluation's wall time goes, call by call (NIOC_TRACE_CALLS): the last
-		# evaluation of bench-table's timing loop, reaching (TASKS) at ROWS (1) vectors,
-		# calls that wait and calls that do not (NIOC_XLA_ASYNC=0, 1; their programs shared).
+		# evaluation of bench-table's timing loop (its calls per evaluation, from the table),
+		# reaching (TASKS) at ROWS (1) vectors, calls that wait and calls that do not
+		# (NIOC_XLA_ASYNC=0, 1; their programs shared).
 		[[ $NIOC_XLA_CACHE == off ]] && export NIOC_XLA_CACHE=$(mktemp -d)
 		for a in 0 1; do
 			echo "## NIOC_XLA_ASYNC=$a, the last evaluation's calls"
 			echo
-			NIOC_XLA_ASYNC=$a NIOC_TRACE_CALLS=1 bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1}" -fits=false -xla off 2>&1 |
-				grep '^nioc call' | tail -n "${CALLS:-23}" | awk '{ print; ms += $(NF-1) } END { printf "sum %.3f ms\n", ms }'
+			trace=$(NIOC_XLA_ASYNC=$a NIOC_TRACE_CALLS=1 bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1}" -fits=false -xla off 2>&1) || echo "failed: exit $?"
+			n=$(grep '^| ' <<<"$trace" | tail -n 1 | awk -F'|' '{ gsub(/ /, "", $7); print $7 }')
+			grep '^nioc call' <<<"$trace" | tail -n "${CALLS:-${n:-23}}" | awk '{ print; ms += $(NF-1) } END { printf "sum %.3f ms\n", ms }'
 			echo
+		done
+		;;
+	fused)
+		# The maps between recursions as a program each (NIOC_FUSE_CALLS=off: 21 calls an
+		# evaluation for reaching, 22 for cart-pole) against each run of them as one (9 and 9),
+		# at 1 and 50 vectors whatever ROWS says (issue 28's 10 ms is at 1 × 50).
+		for f in off on; do
+			echo "## NIOC_FUSE_CALLS=$f"
+			echo
+			NIOC_FUSE_CALLS=$f bin/bench-table -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
 		done
 		;;
 	compile)
@@ -248,7 +264,14 @@ out=$OUT/$step.md
 		bin/bench-table -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
 		;;
 	sample)
-		bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}"
+		# SAMPLE_CHAINS: chains per subject, a list (e.g. 4,16: on a GPU more chains cost little,
+		# 40 and 500 rows 22 and 75 ms an evaluation on the H100 on 2026-11-27).
+		chains=${SAMPLE_CHAINS:-4}
+		for c in ${chains//,/ }; do
+			echo "## $c chains a subject"
+			echo
+			bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" -chains "$c" || echo "failed: exit $?"
+		done
 		;;
 	blocks)
 		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off

@@ -1,0 +1,495 @@
+// Fused calls: where recursions run as while loops (Engine.SetWhileLoops), the maps and step
+// maps a tape records between two recursions run as one program, and their vector–Jacobian
+// products as one more, instead of a program each. A likelihood's evaluation then makes about
+// ten calls instead of twenty (reaching: the seven stages before the backward pass are one),
+// which matters where each call waits for a device (about 0.6 ms on an H100).
+//
+// A tape records such a call without running it: its outputs get their layouts at once (from a
+// graph of the call alone, built once per shape and never compiled: Engine.layouts) and their
+// numbers when something needs them (a recursion, Fetch, Backward, Compile), which runs every
+// call recorded so far as one program (Tape.flush). Inside it each call's graph is the one its
+// own program would have, reading the packed outputs of the calls before it where its own
+// program would read parameters, so values are those of a program a call (TestFusedCalls).
+
+package graph
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	G "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// EnvFuseCalls, set to "off", runs each map of a looped Flow as a program of its own
+// (Engine.SetFusedCalls), to compare.
+const EnvFuseCalls = "NIOC_FUSE_CALLS"
+
+// fusedCall is a fused call: calls recorded, in order, and not yet run (or run as one program).
+type fusedCall struct {
+	calls    []*call
+	producer []int             // per slot: the call whose output it is
+	uses     map[*Value]string // differentiated values from outside: how the calls read them (useKey)
+	grad     bool              // some call depends on the differentiated inputs
+}
+
+// slot names a packed output of a call of fused call f: its program's output k.
+type slot struct {
+	f *fusedCall
+	k int
+}
+
+// SetFusedCalls says whether the maps between recursions run as one program (loop_fuse.go)
+// where recursions run as while loops; it is on unless NIOC_FUSE_CALLS=off. Values and
+// gradients do not depend on it. Set it before the first evaluation.
+func (e *Engine) SetFusedCalls(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unfused = !on
+}
+
+func (e *Engine) fusesCalls() bool {
+	e.mu.Lock()
+	off := e.unfused
+	e.mu.Unlock()
+	return !off && e.WhileLoops()
+}
+
+// fusedCallsDefault is the default of SetFusedCalls.
+var fusedCallsDefault = os.Getenv(EnvFuseCalls) != "off"
+
+// inside returns the parameter index (negative: stageBuilder.arg) by which p's program finds
+// the value at s, if s is an output of the fused call p is planned for.
+func (p *argPlan) inside(s *slot) (int, bool) {
+	if s == nil || p.fused == nil || s.f != p.fused {
+		return 0, false
+	}
+	return -2 - s.k, true
+}
+
+// slotOf returns the slot of v, nil if v is not the output of a fused call.
+func (v *Value) slotOf() *slot {
+	if v.stack != nil {
+		return v.stack.pend
+	}
+	return v.pend
+}
+
+// fusable reports whether c may join the tape's fused call.
+func (tp *Tape) fusable(c *call) bool {
+	return tp.fwd == 0 && c.loop == nil && (c.steps == 0 || c.stackOut) && tp.e.fusesCalls()
+}
+
+// useKey names how a call reads the differentiated values vals: as a sequence, or shared.
+func useKey(vals []*Value, seq bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v", seq)
+	for _, v := range vals {
+		fmt.Fprintf(&b, ",%p", v)
+	}
+	return b.String()
+}
+
+// joins reports whether c can join f, and notes how c reads the differentiated values from
+// outside: each must come to every call of f the same way (one group of the same values), so
+// that the fused vector–Jacobian product gives each value's cotangent as one sum; a group that
+// mixes values from inside and outside f does not join either.
+func (f *fusedCall) joins(c *call) bool {
+	keys := map[*Value]string{}
+	for i := range c.groups() {
+		vals := c.group(i)
+		if !vals[0].grad || vals[0].lay.nodes == 0 {
+			continue
+		}
+		inside := 0
+		for _, v := range vals {
+			if s := v.slotOf(); s != nil && s.f == f {
+				inside++
+			}
+		}
+		if inside == len(vals) {
+			continue
+		}
+		if inside > 0 {
+			return false
+		}
+		key := useKey(vals, i < len(c.seqs))
+		for _, v := range vals {
+			if k, ok := f.uses[v]; ok && k != key {
+				return false
+			}
+			if k, ok := keys[v]; ok && k != key {
+				return false
+			}
+			keys[v] = key
+		}
+	}
+	for v, k := range keys {
+		f.uses[v] = k
+	}
+	return true
+}
+
+// fuse records c in the tape's fused call, giving its outputs their layouts and no numbers.
+func (tp *Tape) fuse(c *call, grad bool) {
+	if tp.fusing != nil && !tp.fusing.joins(c) {
+		tp.flush()
+	}
+	if tp.fusing == nil {
+		tp.fusing = &fusedCall{uses: map[*Value]string{}}
+		tp.fusing.joins(c)
+	}
+	f := tp.fusing
+	outs := tp.e.layouts(c)
+	c.slots = make([]int, len(outs))
+	c.outs = make([][]*Value, len(outs))
+	for j, og := range outs {
+		n := max(c.steps, 1)
+		c.slots[j] = -1
+		var s *slot
+		var st *stacked
+		if og.lay.nodes > 0 {
+			s = &slot{f: f, k: len(f.producer)}
+			c.slots[j] = s.k
+			f.producer = append(f.producer, len(f.calls))
+			if c.steps > 0 {
+				st = &stacked{T: n, pend: s}
+			}
+		}
+		c.outs[j] = make([]*Value, n)
+		for t := range n {
+			v := &Value{lay: og.lay, batch: og.batch, grad: grad}
+			switch {
+			case st != nil:
+				v.stack, v.row = st, t
+			case s != nil:
+				v.pend = s
+			}
+			c.outs[j][t] = v
+		}
+	}
+	f.calls = append(f.calls, c)
+	f.grad = f.grad || grad
+}
+
+// layouts returns the layouts of c's output groups, from a graph of c alone built the first
+// time c's name and input layouts come (never compiled).
+func (e *Engine) layouts(c *call) []outGroup {
+	var kb strings.Builder
+	fmt.Fprintf(&kb, "%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+	for i := range c.groups() {
+		v := c.group(i)[0]
+		fmt.Fprintf(&kb, "|%s%v", v.lay.key, v.batch)
+	}
+	key := kb.String()
+	e.mu.Lock()
+	lays, ok := e.lays[key]
+	e.mu.Unlock()
+	if ok {
+		return lays
+	}
+	g := G.NewGraph(e.backend, c.name)
+	defer g.Finalize()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				panic(fmt.Errorf("building %s: %v", c.name, r))
+			}
+		}()
+		b := newStageBuilder(g, c)
+		b.in0 = make([]groupSrc, c.groups())
+		var dims [][]int
+		for i := range c.groups() {
+			v0 := c.group(i)[0]
+			b.in0[i].whole = -1
+			if v0.lay.nodes == 0 {
+				continue
+			}
+			d := valueDims(v0)
+			if i < len(c.seqs) {
+				b.in0[i] = groupSrc{whole: len(dims), n: c.steps}
+				d = along(d, seqAxis, c.steps)
+			} else {
+				b.in0[i].srcs = []source{{arg: len(dims), row: -1}}
+			}
+			dims = append(dims, d)
+		}
+		b.args = b.params(dims)
+		b.unpack()
+		b.pack(c.f(b.in))
+		lays = b.lays
+	}()
+	e.mu.Lock()
+	if e.lays == nil {
+		e.lays = map[string][]outGroup{}
+	}
+	e.lays[key] = lays
+	e.mu.Unlock()
+	return lays
+}
+
+// fusedKey writes the part of a fused program's key that names its calls.
+func (tp *Tape) fusedKey(key *strings.Builder, f *fusedCall) {
+	for _, c := range f.calls {
+		fmt.Fprintf(key, "|%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+		tp.inputKey(key, c)
+	}
+}
+
+// fusedName names a fused call by its calls' names.
+func fusedName(f *fusedCall) string {
+	names := make([]string, len(f.calls))
+	for j, c := range f.calls {
+		names[j] = c.name
+	}
+	return strings.Join(names, "+")
+}
+
+// flush runs the tape's fused call, if any, as one program and records it for Backward.
+func (tp *Tape) flush() {
+	f := tp.fusing
+	if f == nil {
+		return
+	}
+	tp.fusing = nil
+	name := fusedName(f)
+	plan := newArgPlan()
+	plan.fused = f
+	ins := make([][]groupSrc, len(f.calls))
+	for j, c := range f.calls {
+		ins[j] = plan.inputs(c, c.stackOut)
+	}
+	var key strings.Builder
+	key.WriteString(name)
+	tp.fusedKey(&key, f)
+	key.WriteString("|fused")
+	key.WriteString(plan.key.String())
+	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
+		args := newStageBuilder(g, f.calls[0]).params(plan.dims)
+		inside := make([]*G.Node, len(f.producer))
+		var outs []*G.Node
+		var lays []outGroup
+		for j, c := range f.calls {
+			b := newStageBuilder(g, c)
+			b.args, b.inside, b.in0 = args, inside, ins[j]
+			o, l := b.forward()
+			for gi, k := range c.slots {
+				if k >= 0 {
+					inside[k] = b.outs[gi][0]
+				}
+				if want := c.outs[gi][0]; l[gi].lay.key != want.lay.key || fmt.Sprint(l[gi].batch) != fmt.Sprint(want.batch) {
+					panic(fmt.Sprintf("graph: %s: output %d has layout %s %v in the fused program, %s %v alone", c.name, gi, l[gi].lay.key, l[gi].batch, want.lay.key, want.batch))
+				}
+			}
+			outs = append(outs, o...)
+			lays = append(lays, l...)
+		}
+		return outs, lays, nil
+	})
+	out := make([]*tensors.Tensor, len(f.producer))
+	if tp.dry {
+		tp.queue(prog)
+	} else if res := tp.e.execute(prog, plan.tensors); res != nil {
+		out = res
+		tp.owned = append(tp.owned, out...)
+	}
+	for _, c := range f.calls {
+		for gi, k := range c.slots {
+			if k < 0 {
+				continue
+			}
+			if v := c.outs[gi][0]; v.stack != nil {
+				v.stack.t = out[k]
+			} else {
+				v.t = out[k]
+			}
+		}
+	}
+	if tp.record && f.grad {
+		tp.recs = append(tp.recs, &call{name: name, fused: f})
+	}
+}
+
+// fusedUse is a group of differentiated values from outside a fused call, and the groups of its
+// calls that read them.
+type fusedUse struct {
+	vals []*Value
+	seq  bool
+	uses [][2]int // call, group
+	acc  bool     // the values hold cotangents already
+	src  groupSrc // where those are
+}
+
+// vjpFused runs the vector–Jacobian product of fused call f as one program: the gradient, with
+// respect to the values f reads from outside, of Σ ⟨output, cotangent⟩ over its calls' outputs
+// that hold cotangents, through the calls that read other calls' outputs.
+func (tp *Tape) vjpFused(f *fusedCall, name string) {
+	has := func(x *Value) bool { return tp.ct[x].ok() }
+	n := len(f.calls)
+	ctOut := make([][]bool, n)
+	reach := make([]bool, n) // the call's outputs, or those of calls that read them, hold cotangents
+	flows := false
+	for j, c := range f.calls {
+		ctOut[j] = make([]bool, len(c.outs))
+		for g, o := range c.outs {
+			for _, x := range o {
+				ctOut[j][g] = ctOut[j][g] || (x.lay.nodes > 0 && has(x))
+			}
+			reach[j] = reach[j] || ctOut[j][g]
+		}
+		flows = flows || reach[j]
+	}
+	if !flows {
+		return
+	}
+	for j := n - 1; j >= 0; j-- {
+		if !reach[j] {
+			continue
+		}
+		c := f.calls[j]
+		for i := range c.groups() {
+			if s := c.group(i)[0].slotOf(); s != nil && s.f == f {
+				reach[f.producer[s.k]] = true
+			}
+		}
+	}
+	var uses []*fusedUse
+	byKey := map[string]*fusedUse{}
+	for j, c := range f.calls {
+		if !reach[j] {
+			continue
+		}
+		for i := range c.groups() {
+			vals := c.group(i)
+			if !vals[0].grad || vals[0].lay.nodes == 0 {
+				continue
+			}
+			if s := vals[0].slotOf(); s != nil && s.f == f {
+				continue
+			}
+			seq := i < len(c.seqs)
+			key := useKey(vals, seq)
+			u := byKey[key]
+			if u == nil {
+				u = &fusedUse{vals: vals, seq: seq}
+				for _, x := range vals {
+					u.acc = u.acc || has(x)
+				}
+				byKey[key] = u
+				uses = append(uses, u)
+			}
+			u.uses = append(u.uses, [2]int{j, i})
+		}
+	}
+
+	if len(uses) == 0 { // nothing from outside to give a cotangent
+		return
+	}
+	plan := newArgPlan()
+	plan.fused = f
+	ins := make([][]groupSrc, n)
+	for j, c := range f.calls {
+		ins[j] = plan.inputs(c, c.stackOut)
+	}
+	cts := make([][]groupSrc, n)
+	for j, c := range f.calls {
+		cts[j] = make([]groupSrc, len(c.outs))
+		for g, o := range c.outs {
+			cts[j][g].whole = -1
+			if ctOut[j][g] {
+				cts[j][g] = plan.addGroup(o, tp.refs(o), c.steps > 0)
+			}
+		}
+	}
+	plan.key.WriteString("|")
+	for _, u := range uses {
+		u.src.whole = -1
+		if u.acc {
+			u.src = plan.addGroup(u.vals, tp.refs(u.vals), u.seq)
+		}
+	}
+	var key strings.Builder
+	key.WriteString(name)
+	tp.fusedKey(&key, f)
+	fmt.Fprintf(&key, "|fusedvjp%v", ctOut)
+	for _, u := range uses {
+		fmt.Fprintf(&key, "%v%v,", u.uses, u.acc)
+	}
+	key.WriteString(plan.key.String())
+	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
+		args := newStageBuilder(g, f.calls[0]).params(plan.dims)
+		inside := make([]*G.Node, len(f.producer))
+		bs := make([]*stageBuilder, n)
+		var loss *G.Node
+		for j, c := range f.calls {
+			b := newStageBuilder(g, c)
+			b.args, b.inside, b.in0, b.cts = args, inside, ins[j], cts[j]
+			b.unpack()
+			b.pack(c.f(b.in))
+			for gi, k := range c.slots {
+				if k >= 0 {
+					inside[k] = b.outs[gi][0]
+				}
+			}
+			if l := b.loss(ctOut[j]); l != nil {
+				if loss == nil {
+					loss = l
+				} else {
+					loss = G.Add(loss, l)
+				}
+			}
+			bs[j] = b
+		}
+		var targets []*G.Node
+		for _, u := range uses {
+			for _, ji := range u.uses {
+				targets = append(targets, bs[ji[0]].nodes[ji[1]]...)
+			}
+		}
+		grads := G.Gradient(loss, targets...)
+		var out []*G.Node
+		k := 0
+		for _, u := range uses {
+			// Summed as the calls' own products would add them: the last call's to what the
+			// values held, each earlier call's to that.
+			per := make([][]*G.Node, len(u.uses))
+			for q, ji := range u.uses {
+				b, i := bs[ji[0]], ji[1]
+				per[q] = b.entryGrads(i, grads[k:k+len(b.nodes[i])])
+				k += len(b.nodes[i])
+			}
+			last := u.uses[len(u.uses)-1]
+			b, i := bs[last[0]], last[1]
+			b.accs = make([]groupSrc, b.c.groups())
+			b.accs[i] = u.src
+			sum := b.gradOut(i, per[len(per)-1], u.acc)[0]
+			for q := len(per) - 2; q >= 0; q-- {
+				sum = G.Add(G.Stack(per[q], 0), sum)
+			}
+			out = append(out, sum)
+		}
+		return out, nil, nil
+	})
+	var out []*tensors.Tensor
+	if tp.dry {
+		tp.queue(prog)
+	} else {
+		out = tp.e.execute(prog, plan.tensors)
+		tp.owned = append(tp.owned, out...)
+	}
+	for k, u := range uses {
+		var t *tensors.Tensor
+		if !tp.dry {
+			t = out[k]
+		}
+		if u.seq {
+			s := &stacked{t: t, T: len(u.vals)}
+			for row, x := range u.vals {
+				tp.ct[x] = ref{s: s, row: row, dry: tp.dry}
+			}
+			continue
+		}
+		tp.ct[u.vals[0]] = ref{t: t, dry: tp.dry}
+	}
+}

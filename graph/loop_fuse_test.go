@@ -1,0 +1,108 @@
+package graph
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fusedProgram has runs of maps between recursions that read each other's outputs (a shared
+// value, a sequence from its second step, one step of it, a constant entry), a differentiated input read as shared by
+// several of them, and a differentiated sequence read cut two ways (which no fused call may
+// hold twice).
+func fusedProgram(f Flow, ab *Value, xs, gs []*Value) *Value {
+	T := len(xs)
+	nat := f.Map("nat", func(in [][]S) [][]S {
+		return [][]S{{Exp(in[0][0]), in[0][1], C(3)}}
+	}, ab)[0]
+	ys := f.MapSteps("ys", func(in [][]S) [][]S {
+		return [][]S{{Sin(Mul(in[1][0], in[0][0])), Mul(in[1][2], in[0][0])}}
+	}, [][]*Value{xs}, nat)[0]
+	zs := f.MapSteps("zs", func(in [][]S) [][]S { // the steps after the first, and the first
+		return [][]S{{Add(Mul(in[0][0], in[1][1]), in[2][1])}}
+	}, [][]*Value{ys[1:]}, ys[0], ab)[0]
+	ws := f.MapSteps("ws", func(in [][]S) [][]S {
+		return [][]S{{Add(Mul(in[0][0], in[1][0]), Mul(in[2][0], in[2][0]))}}
+	}, [][]*Value{zs, gs[:T-1]}, ab)[0]
+	vs := f.MapSteps("vs", func(in [][]S) [][]S { // gs read again, cut the other way
+		return [][]S{{Mul(in[0][0], Cos(in[1][0]))}}
+	}, [][]*Value{ws, gs[1:]})[0]
+	init := f.Map("init", func(in [][]S) [][]S { return [][]S{{in[0][1], C(0)}} }, nat)[0]
+	last, _ := f.Scan("sum", func(c []S, x, p [][]S) ([]S, []S) {
+		return []S{Add(Mul(c[0], p[0][1]), x[0][0]), Add(c[1], x[0][0])}, nil
+	}, init, [][]*Value{vs}, []*Value{nat}, false)
+	return f.Map("out", func(in [][]S) [][]S {
+		return [][]S{{Add(Mul(in[0][0], in[1][0]), in[0][1])}}
+	}, last, ab)[0]
+}
+
+// TestFusedCalls checks the maps between recursions run as one program (and their
+// vector–Jacobian products as one more) against each map a program of its own, on XLA's CPU
+// plugin, and both against the Go backend: values and gradients, every program compiled by the
+// dry run, and the calls an evaluation makes. It runs where a plugin is installed (make
+// xla-cpu) and is skipped otherwise.
+func TestFusedCalls(t *testing.T) {
+	cpuPlugin(t)
+	bx, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	bg, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	const T, B = 6, 3
+	ab := []float64{0.7, 0.8, 0.9, -0.3, 0.95, 0.5}
+	x := make([]float64, T*B)
+	gv := make([]float64, T*B)
+	for i := range x {
+		x[i] = 0.25 * float64(i%5)
+		gv[i] = 0.1 * float64(i%7)
+	}
+	type result struct {
+		val, gradAB, gradG []float64
+		calls              int
+	}
+	eval := func(e *Engine) result {
+		flow := func(tp *Tape) (*Value, *Value, []*Value) {
+			abv := tp.Input(ab, 2, []int{B}, true)
+			gs := tp.Series(gv, T, 1, []int{B}, true)
+			return fusedProgram(tp, abv, tp.Series(x, T, 1, []int{B}, false), gs), abv, gs
+		}
+		tp := e.NewTape(true)
+		defer tp.Release()
+		require.NoError(t, tp.Precompile("fused", func(dry *Tape) {
+			out, _, _ := flow(dry)
+			dry.Backward(out)
+		}))
+		before := e.Calls()
+		out, abv, gs := flow(tp)
+		r := result{val: tp.Fetch(out)}
+		tp.Backward(out)
+		r.gradAB = tp.Grad(abv)
+		for _, g := range gs {
+			r.gradG = append(r.gradG, tp.Grad(g)...)
+		}
+		r.calls = e.Calls() - before
+		assert.Zero(t, e.Stats().Late, "the dry run compiled every program")
+		return r
+	}
+	want := eval(NewEngine(bg))
+	runs := map[bool]result{}
+	for _, fused := range []bool{false, true} {
+		e := NewEngine(bx)
+		e.SetWhileLoops(true)
+		e.SetFusedCalls(fused)
+		r := eval(e)
+		runs[fused] = r
+		name := fmt.Sprintf("fused=%v", fused)
+		assert.InDeltaSlice(t, want.val, r.val, 1e-13, name)
+		assert.InDeltaSlice(t, want.gradAB, r.gradAB, 1e-12, name)
+		assert.InDeltaSlice(t, want.gradG, r.gradG, 1e-12, name)
+		assert.NotZero(t, r.gradG[B], "the sequence read twice has a gradient")
+	}
+	// Each map its own program: nat, ys, zs, ws, vs, init, the recursion's carry made dense,
+	// the recursion, out, and each one's product. Fused: nat…ws (vs reads gs cut the other
+	// way: a fused call of its own with init and the carry), the recursion, out; and their
+	// four products.
+	assert.Equal(t, 9+9, runs[false].calls)
+	assert.Equal(t, 4+4, runs[true].calls)
+}
