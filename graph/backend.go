@@ -34,6 +34,10 @@ const (
 	// (Engine): the program's name, its first input's dimensions and the call's wall time, to
 	// see on a device which calls cost what (docs/backends.md, "Where a call's time goes").
 	EnvTraceCalls = "NIOC_TRACE_CALLS"
+	// EnvFuseCalls set to off runs each map between two recursions of a looped Flow as a
+	// program of its own instead of each run of them as one (Engine.SetFusedCalls;
+	// docs/backends.md, "Fused calls"), to compare.
+	EnvFuseCalls = "NIOC_FUSE_CALLS"
 )
 
 // DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.

@@ -537,14 +537,16 @@ func (tp *Tape) zeros(v *Value) ref {
 // the differentiated input's cotangent only. It panics if the tape neither records nor
 // carries tangents.
 func (tp *Tape) Backward(out *Value) {
-	tp.flush()
 	if tp.fwd > 0 {
+		tp.flush()
 		tp.forwardGrad(out)
 		return
 	}
 	if !tp.record {
 		panic("graph: Backward of a tape that does not record")
 	}
+	seeded := tp.fuseBackward(out) // out's own cotangent already passed on
+	tp.flush()
 	if out.lay.nodes == 0 {
 		return
 	}
@@ -554,18 +556,33 @@ func (tp *Tape) Backward(out *Value) {
 		// follows from the calls alone), and compile them concurrently.
 		d := tp.Dry()
 		d.recs = tp.recs
-		d.backward(out)
+		stacks := map[*stacked]*stacked{} // the cotangents fuseBackward gave, as a dry tape has them
+		for v, r := range tp.ct {
+			if r.s != nil {
+				if stacks[r.s] == nil {
+					stacks[r.s] = &stacked{T: r.s.T}
+				}
+				d.ct[v] = ref{s: stacks[r.s], row: r.row, dry: true}
+				continue
+			}
+			d.ct[v] = ref{dry: true}
+		}
+		d.backward(out, seeded)
 		if len(d.pending) > 0 {
 			_ = tp.e.parallel(d.pending) // an error stays with its program, and the backward below reports it
 		}
 	}
-	tp.backward(out)
+	tp.backward(out, seeded)
 }
 
-func (tp *Tape) backward(out *Value) {
-	if tp.dry {
+// backward runs the recorded calls' vector–Jacobian products, last first, from the cotangent
+// 1 of every entry of out (seeded: out's has been passed on already, fuseBackward).
+func (tp *Tape) backward(out *Value, seeded bool) {
+	switch {
+	case seeded:
+	case tp.dry:
 		tp.ct[out] = ref{dry: true}
-	} else {
+	default:
 		size := out.lay.nodes
 		for _, d := range out.batch {
 			size *= d

@@ -16,15 +16,12 @@ package graph
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
-
-// EnvFuseCalls, set to "off", runs each map of a looped Flow as a program of its own
-// (Engine.SetFusedCalls), to compare.
-const EnvFuseCalls = "NIOC_FUSE_CALLS"
 
 // fusedCall is a fused call: calls recorded, in order, and not yet run (or run as one program).
 type fusedCall struct {
@@ -253,6 +250,58 @@ func (tp *Tape) flush() {
 		return
 	}
 	tp.fusing = nil
+	tp.runFused(f, nil, nil)
+	if tp.record && f.grad {
+		tp.recs = append(tp.recs, &call{name: fusedName(f), fused: f})
+	}
+}
+
+// fuseBackward runs the tape's fused call and, in the same program, the start of Backward(out):
+// the vector–Jacobian product of the sum of out's entries, when out is an output of that call
+// (the evaluation's last stage, as a likelihood's is). It reports whether it ran.
+func (tp *Tape) fuseBackward(out *Value) bool {
+	f := tp.fusing
+	s := out.slotOf()
+	if f == nil || s == nil || s.f != f || out.stack != nil || !out.grad || out.lay.nodes == 0 {
+		return false
+	}
+	tp.fusing = nil
+	reach := make([]bool, len(f.calls))
+	reach[f.producer[s.k]] = true
+	tp.runFused(f, reach, func(inside []*G.Node) *G.Node { return G.ReduceAllSum(inside[s.k]) })
+	return true
+}
+
+// fusedForward builds the graphs of f's calls in g, each reading the parameters args and the
+// outputs of the calls before it, and returns each call's builder and the packed outputs by
+// slot; it panics if a call's outputs come out with other layouts than alone.
+func fusedForward(g *G.Graph, f *fusedCall, args []*G.Node, ins [][]groupSrc) ([]*stageBuilder, []*G.Node) {
+	inside := make([]*G.Node, len(f.producer))
+	bs := make([]*stageBuilder, len(f.calls))
+	for j, c := range f.calls {
+		b := newStageBuilder(g, c)
+		b.args, b.inside, b.in0 = args, inside, ins[j]
+		b.unpack()
+		b.pack(c.f(b.in))
+		for gi, k := range c.slots {
+			if k >= 0 {
+				inside[k] = b.outs[gi][0]
+			}
+			l, want := b.lays[gi], c.outs[gi][0]
+			if l.lay.key != want.lay.key || fmt.Sprint(l.batch) != fmt.Sprint(want.batch) {
+				panic(fmt.Sprintf("graph: %s: output %d has layout %s %v in the fused program, %s %v alone", c.name, gi, l.lay.key, l.batch, want.lay.key, want.batch))
+			}
+		}
+		bs[j] = b
+	}
+	return bs, inside
+}
+
+// runFused runs fused call f as one program and gives its calls' outputs their numbers. With
+// loss, the program also runs the vector–Jacobian product of the scalar loss makes of the
+// packed outputs (by slot), through the calls reach names and those they read, and gives the
+// differentiated values f reads from outside their cotangents (added to what they hold).
+func (tp *Tape) runFused(f *fusedCall, reach []bool, loss func(inside []*G.Node) *G.Node) {
 	name := fusedName(f)
 	plan := newArgPlan()
 	plan.fused = f
@@ -260,34 +309,31 @@ func (tp *Tape) flush() {
 	for j, c := range f.calls {
 		ins[j] = plan.inputs(c, c.stackOut)
 	}
+	var uses []*fusedUse
+	if loss != nil {
+		uses = tp.fusedUses(f, reach)
+		plan.key.WriteString("|")
+		tp.planAccs(plan, uses)
+	}
 	var key strings.Builder
 	key.WriteString(name)
 	tp.fusedKey(&key, f)
-	key.WriteString("|fused")
+	fmt.Fprintf(&key, "|fused%v", reach)
+	writeUses(&key, uses)
 	key.WriteString(plan.key.String())
 	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
-		args := newStageBuilder(g, f.calls[0]).params(plan.dims)
-		inside := make([]*G.Node, len(f.producer))
-		var outs []*G.Node
+		bs, inside := fusedForward(g, f, newStageBuilder(g, f.calls[0]).params(plan.dims), ins)
+		outs := slices.Clone(inside)
 		var lays []outGroup
-		for j, c := range f.calls {
-			b := newStageBuilder(g, c)
-			b.args, b.inside, b.in0 = args, inside, ins[j]
-			o, l := b.forward()
-			for gi, k := range c.slots {
-				if k >= 0 {
-					inside[k] = b.outs[gi][0]
-				}
-				if want := c.outs[gi][0]; l[gi].lay.key != want.lay.key || fmt.Sprint(l[gi].batch) != fmt.Sprint(want.batch) {
-					panic(fmt.Sprintf("graph: %s: output %d has layout %s %v in the fused program, %s %v alone", c.name, gi, l[gi].lay.key, l[gi].batch, want.lay.key, want.batch))
-				}
-			}
-			outs = append(outs, o...)
-			lays = append(lays, l...)
+		for _, b := range bs {
+			lays = append(lays, b.lays...)
+		}
+		if loss != nil && len(uses) > 0 {
+			outs = append(outs, fusedGrads(bs, uses, loss(inside))...)
 		}
 		return outs, lays, nil
 	})
-	out := make([]*tensors.Tensor, len(f.producer))
+	out := make([]*tensors.Tensor, len(f.producer)+len(uses))
 	if tp.dry {
 		tp.queue(prog)
 	} else if res := tp.e.execute(prog, plan.tensors); res != nil {
@@ -306,9 +352,7 @@ func (tp *Tape) flush() {
 			}
 		}
 	}
-	if tp.record && f.grad {
-		tp.recs = append(tp.recs, &call{name: name, fused: f})
-	}
+	tp.setUseCotangents(uses, out[len(f.producer):])
 }
 
 // fusedUse is a group of differentiated values from outside a fused call, and the groups of its
@@ -321,29 +365,10 @@ type fusedUse struct {
 	src  groupSrc // where those are
 }
 
-// vjpFused runs the vector–Jacobian product of fused call f as one program: the gradient, with
-// respect to the values f reads from outside, of Σ ⟨output, cotangent⟩ over its calls' outputs
-// that hold cotangents, through the calls that read other calls' outputs.
-func (tp *Tape) vjpFused(f *fusedCall, name string) {
-	has := func(x *Value) bool { return tp.ct[x].ok() }
-	n := len(f.calls)
-	ctOut := make([][]bool, n)
-	reach := make([]bool, n) // the call's outputs, or those of calls that read them, hold cotangents
-	flows := false
-	for j, c := range f.calls {
-		ctOut[j] = make([]bool, len(c.outs))
-		for g, o := range c.outs {
-			for _, x := range o {
-				ctOut[j][g] = ctOut[j][g] || (x.lay.nodes > 0 && has(x))
-			}
-			reach[j] = reach[j] || ctOut[j][g]
-		}
-		flows = flows || reach[j]
-	}
-	if !flows {
-		return
-	}
-	for j := n - 1; j >= 0; j-- {
+// fusedUses returns the groups of differentiated values from outside f that the calls reach
+// names read, each with the calls' groups that read it, in the order they are first read.
+func (tp *Tape) fusedUses(f *fusedCall, reach []bool) []*fusedUse {
+	for j := len(f.calls) - 1; j >= 0; j-- { // and the calls they read
 		if !reach[j] {
 			continue
 		}
@@ -374,7 +399,7 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 			if u == nil {
 				u = &fusedUse{vals: vals, seq: seq}
 				for _, x := range vals {
-					u.acc = u.acc || has(x)
+					u.acc = u.acc || tp.ct[x].ok()
 				}
 				byKey[key] = u
 				uses = append(uses, u)
@@ -382,7 +407,97 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 			u.uses = append(u.uses, [2]int{j, i})
 		}
 	}
+	return uses
+}
 
+// planAccs adds the cotangents the uses' values hold to plan.
+func (tp *Tape) planAccs(plan *argPlan, uses []*fusedUse) {
+	for _, u := range uses {
+		u.src.whole = -1
+		if u.acc {
+			u.src = plan.addGroup(u.vals, tp.refs(u.vals), u.seq)
+		}
+	}
+}
+
+// writeUses writes the part of a program's key that names uses.
+func writeUses(key *strings.Builder, uses []*fusedUse) {
+	for _, u := range uses {
+		fmt.Fprintf(key, "%v%v,", u.uses, u.acc)
+	}
+}
+
+// fusedGrads returns the cotangents of the uses' values, one tensor each (stacked for a
+// sequence), from the gradient of loss through the calls' graphs bs.
+func fusedGrads(bs []*stageBuilder, uses []*fusedUse, loss *G.Node) []*G.Node {
+	var targets []*G.Node
+	for _, u := range uses {
+		for _, ji := range u.uses {
+			targets = append(targets, bs[ji[0]].nodes[ji[1]]...)
+		}
+	}
+	grads := G.Gradient(loss, targets...)
+	var out []*G.Node
+	k := 0
+	for _, u := range uses {
+		// Summed as the calls' own products would add them: the last call's to what the values
+		// held, each earlier call's to that.
+		per := make([][]*G.Node, len(u.uses))
+		for q, ji := range u.uses {
+			b, i := bs[ji[0]], ji[1]
+			per[q] = b.entryGrads(i, grads[k:k+len(b.nodes[i])])
+			k += len(b.nodes[i])
+		}
+		last := u.uses[len(u.uses)-1]
+		b, i := bs[last[0]], last[1]
+		b.accs = make([]groupSrc, b.c.groups())
+		b.accs[i] = u.src
+		sum := b.gradOut(i, per[len(per)-1], u.acc)[0]
+		for q := len(per) - 2; q >= 0; q-- {
+			sum = G.Add(G.Stack(per[q], 0), sum)
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+// setUseCotangents gives the uses' values their cotangents, out (nil on a dry tape).
+func (tp *Tape) setUseCotangents(uses []*fusedUse, out []*tensors.Tensor) {
+	for k, u := range uses {
+		t := out[k]
+		if u.seq {
+			s := &stacked{t: t, T: len(u.vals)}
+			for row, x := range u.vals {
+				tp.ct[x] = ref{s: s, row: row, dry: tp.dry}
+			}
+			continue
+		}
+		tp.ct[u.vals[0]] = ref{t: t, dry: tp.dry}
+	}
+}
+
+// vjpFused runs the vector–Jacobian product of fused call f as one program: the gradient, with
+// respect to the values f reads from outside, of Σ ⟨output, cotangent⟩ over its calls' outputs
+// that hold cotangents, through the calls that read other calls' outputs.
+func (tp *Tape) vjpFused(f *fusedCall, name string) {
+	n := len(f.calls)
+	ctOut := make([][]bool, n)
+	reach := make([]bool, n) // the call's outputs hold cotangents
+	flows := false
+	for j, c := range f.calls {
+		ctOut[j] = make([]bool, len(c.outs))
+		for g, o := range c.outs {
+			for _, x := range o {
+				ctOut[j][g] = ctOut[j][g] || (x.lay.nodes > 0 && tp.ct[x].ok())
+			}
+			reach[j] = reach[j] || ctOut[j][g]
+		}
+		flows = flows || reach[j]
+	}
+	if !flows {
+		return
+	}
+	uses := tp.fusedUses(f, reach)
 	if len(uses) == 0 { // nothing from outside to give a cotangent
 		return
 	}
@@ -403,35 +518,18 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 		}
 	}
 	plan.key.WriteString("|")
-	for _, u := range uses {
-		u.src.whole = -1
-		if u.acc {
-			u.src = plan.addGroup(u.vals, tp.refs(u.vals), u.seq)
-		}
-	}
+	tp.planAccs(plan, uses)
 	var key strings.Builder
 	key.WriteString(name)
 	tp.fusedKey(&key, f)
 	fmt.Fprintf(&key, "|fusedvjp%v", ctOut)
-	for _, u := range uses {
-		fmt.Fprintf(&key, "%v%v,", u.uses, u.acc)
-	}
+	writeUses(&key, uses)
 	key.WriteString(plan.key.String())
 	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
-		args := newStageBuilder(g, f.calls[0]).params(plan.dims)
-		inside := make([]*G.Node, len(f.producer))
-		bs := make([]*stageBuilder, n)
+		bs, _ := fusedForward(g, f, newStageBuilder(g, f.calls[0]).params(plan.dims), ins)
 		var loss *G.Node
-		for j, c := range f.calls {
-			b := newStageBuilder(g, c)
-			b.args, b.inside, b.in0, b.cts = args, inside, ins[j], cts[j]
-			b.unpack()
-			b.pack(c.f(b.in))
-			for gi, k := range c.slots {
-				if k >= 0 {
-					inside[k] = b.outs[gi][0]
-				}
-			}
+		for j, b := range bs {
+			b.cts = cts[j]
 			if l := b.loss(ctOut[j]); l != nil {
 				if loss == nil {
 					loss = l
@@ -439,57 +537,15 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 					loss = G.Add(loss, l)
 				}
 			}
-			bs[j] = b
 		}
-		var targets []*G.Node
-		for _, u := range uses {
-			for _, ji := range u.uses {
-				targets = append(targets, bs[ji[0]].nodes[ji[1]]...)
-			}
-		}
-		grads := G.Gradient(loss, targets...)
-		var out []*G.Node
-		k := 0
-		for _, u := range uses {
-			// Summed as the calls' own products would add them: the last call's to what the
-			// values held, each earlier call's to that.
-			per := make([][]*G.Node, len(u.uses))
-			for q, ji := range u.uses {
-				b, i := bs[ji[0]], ji[1]
-				per[q] = b.entryGrads(i, grads[k:k+len(b.nodes[i])])
-				k += len(b.nodes[i])
-			}
-			last := u.uses[len(u.uses)-1]
-			b, i := bs[last[0]], last[1]
-			b.accs = make([]groupSrc, b.c.groups())
-			b.accs[i] = u.src
-			sum := b.gradOut(i, per[len(per)-1], u.acc)[0]
-			for q := len(per) - 2; q >= 0; q-- {
-				sum = G.Add(G.Stack(per[q], 0), sum)
-			}
-			out = append(out, sum)
-		}
-		return out, nil, nil
+		return fusedGrads(bs, uses, loss), nil, nil
 	})
-	var out []*tensors.Tensor
+	out := make([]*tensors.Tensor, len(uses))
 	if tp.dry {
 		tp.queue(prog)
 	} else {
 		out = tp.e.execute(prog, plan.tensors)
 		tp.owned = append(tp.owned, out...)
 	}
-	for k, u := range uses {
-		var t *tensors.Tensor
-		if !tp.dry {
-			t = out[k]
-		}
-		if u.seq {
-			s := &stacked{t: t, T: len(u.vals)}
-			for row, x := range u.vals {
-				tp.ct[x] = ref{s: s, row: row, dry: tp.dry}
-			}
-			continue
-		}
-		tp.ct[u.vals[0]] = ref{t: t, dry: tp.dry}
-	}
+	tp.setUseCotangents(uses, out)
 }

@@ -110,6 +110,10 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0])
 	}
 	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
+	var init *graph.Value // belief tracking's initial carry
+	if o.Method != MCEBaseline && o.Observe != control.ObserveFull {
+		init = e.beliefInit(f, in.X[0], sigma0)
+	}
 	// K are the gains the partially observable planner plans with, and with NominalFilter
 	// those of the agent's filter too; else the forward pass tracks the agent's filter.
 	var gains, K []*graph.Value
@@ -172,20 +176,7 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 			return [][]graph.S{{ll}}
 		}, seqs, append([]*graph.Value{theta}, tau...)...)[0]
 	default:
-		prior := graph.NewMat(n, n)
-		if o.Prior != nil {
-			prior = graph.ConstMat(o.Prior)
-		}
-		// The carry: the belief distribution, the running total and, for a tracked filter,
-		// the agent's filter covariance.
 		tracked := !o.NominalFilter
-		init := f.Map("belief_init", func(g [][]graph.S) [][]graph.S {
-			carry := graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))
-			if tracked {
-				carry = graph.Flatten(carry, sigma0)
-			}
-			return [][]graph.S{carry}
-		}, in.X[0])[0]
 		seqs := [][]*graph.Value{in.X[:T], in.X[1:], gains, Xbar[:T], Ubar}
 		if !tracked {
 			seqs = append(seqs, K)
@@ -248,6 +239,39 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		}
 		return [][]graph.S{{rowSums(ll, mask)}}
 	}, append(perStep, in.mask)...)[0]
+}
+
+// beliefInit returns belief tracking's initial carry from the first states x0: the belief
+// distribution (mean x0, covariance the belief prior), the running total 0 and, for a tracked
+// filter, the agent's filter covariance sigma0. It is made before the backward pass, which it
+// does not depend on, so that a looped Flow runs it with the stages before that; and there it
+// is made whole (every entry an array of x0's dimensions, as a recursion carries it), so that
+// the tracking recursion needs no call of its own to make it so.
+func (e *Evaluator) beliefInit(f graph.Flow, x0 *graph.Value, sigma0 []graph.S) *graph.Value {
+	n := len(e.sym.Spec.States)
+	prior := graph.NewMat(n, n)
+	if e.opts.Prior != nil {
+		prior = graph.ConstMat(e.opts.Prior)
+	}
+	_, looped := f.(*graph.Tape)
+	return f.Map("belief_init", func(g [][]graph.S) [][]graph.S {
+		carry := graph.Flatten(graph.Vec(g[0]), prior, graph.C(0))
+		if !e.opts.NominalFilter {
+			carry = graph.Flatten(carry, sigma0)
+		}
+		for _, x := range g[0] {
+			if !looped || x.IsConst() {
+				continue
+			}
+			gr := graph.Graph(x)
+			dims := x.Node(gr).Shape().Dimensions
+			for i, c := range carry {
+				carry[i] = graph.N(graph.Materialize(gr, c, dims...))
+			}
+			break
+		}
+		return [][]graph.S{carry}
+	}, x0)[0]
 }
 
 // observed returns ll where the step is observed (running > 0), else 0.
@@ -345,12 +369,13 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}
 	in := e.loopedInputs(tp, data, d, flat, nominal)
 	total := e.pipeline(tp, in)
-	loglik = tp.Fetch(total)
 	if e.opts.ValueOnly {
-		return loglik, nil, nil
+		return tp.Fetch(total), nil, nil
 	}
+	// Backward first: the last stage then runs with the start of its vector–Jacobian
+	// product, in one call (graph's fused calls), and its values stay for Fetch.
 	tp.Backward(total)
-	return loglik, tp.Grad(in.theta), nil
+	return tp.Fetch(total), tp.Grad(in.theta), nil
 }
 
 // loopedInputs gives tp d's tensors data (Data.tensors), the parameter vectors flat and the

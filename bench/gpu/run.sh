@@ -198,7 +198,7 @@ out=$OUT/$step.md
 		;;
 	fused)
 		# The maps between recursions as a program each (NIOC_FUSE_CALLS=off: 21 calls an
-		# evaluation for reaching, 22 for cart-pole) against each run of them as one (9 and 9),
+		# evaluation for reaching, 22 for cart-pole) against each run of them as one (7 and 7),
 		# at 1 and 50 vectors whatever ROWS says (issue 28's 10 ms is at 1 × 50).
 		for f in off on; do
 			echo "## NIOC_FUSE_CALLS=$f"

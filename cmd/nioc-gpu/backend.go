@@ -57,6 +57,9 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "fusion: $%s=%s\n", graph.EnvXLAFusion, f)
 	}
+	if os.Getenv(graph.EnvFuseCalls) == "off" {
+		fmt.Fprintf(stdout, "fused calls: off ($%s=off): each map between two recursions is a program call of its own\n", graph.EnvFuseCalls)
+	}
 	if os.Getenv(graph.EnvXLAAsync) == "1" {
 		fmt.Fprintf(stdout, "calls that do not wait: on for GPU plugins ($%s=1); the CPU plugin's calls wait (its buffers share host memory)\n", graph.EnvXLAAsync)
 	}
