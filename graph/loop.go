@@ -651,7 +651,7 @@ func vjpSpecOf(c *call, has func(*Value) bool) (*vjpSpec, bool) {
 // inputs cotangents without numbers.
 func (tp *Tape) vjp(c *call) {
 	if c.fused != nil {
-		tp.vjpFused(c.fused, c.name)
+		tp.vjpFused(c.fused)
 		return
 	}
 	v, ok := vjpSpecOf(c, func(x *Value) bool { return tp.ct[x].ok() })

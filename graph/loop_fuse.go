@@ -226,12 +226,33 @@ func (e *Engine) layouts(c *call) []outGroup {
 	return lays
 }
 
-// fusedKey writes the part of a fused program's key that names its calls.
-func (tp *Tape) fusedKey(key *strings.Builder, f *fusedCall) {
-	for _, c := range f.calls {
-		fmt.Fprintf(key, "|%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
-		tp.inputKey(key, c)
+// fusedPlan returns the plan of a fused program's parameters that starts with its calls'
+// inputs, and where each call finds them.
+func fusedPlan(f *fusedCall) (*argPlan, [][]groupSrc) {
+	plan := newArgPlan()
+	plan.fused = f
+	ins := make([][]groupSrc, len(f.calls))
+	for j, c := range f.calls {
+		ins[j] = plan.inputs(c, c.stackOut)
 	}
+	return plan, ins
+}
+
+// fusedKey returns the key of a program of fused call f: its calls, what the program does
+// (kind), the uses whose cotangents it gives and its parameters.
+func (tp *Tape) fusedKey(f *fusedCall, kind string, uses []*fusedUse, plan *argPlan) string {
+	var key strings.Builder
+	key.WriteString(fusedName(f))
+	for _, c := range f.calls {
+		fmt.Fprintf(&key, "|%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+		tp.inputKey(&key, c)
+	}
+	key.WriteString("|" + kind)
+	for _, u := range uses {
+		fmt.Fprintf(&key, "%v%v,", u.uses, u.acc)
+	}
+	key.WriteString(plan.key.String())
+	return key.String()
 }
 
 // fusedName names a fused call by its calls' names.
@@ -302,26 +323,14 @@ func fusedForward(g *G.Graph, f *fusedCall, args []*G.Node, ins [][]groupSrc) ([
 // packed outputs (by slot), through the calls reach names and those they read, and gives the
 // differentiated values f reads from outside their cotangents (added to what they hold).
 func (tp *Tape) runFused(f *fusedCall, reach []bool, loss func(inside []*G.Node) *G.Node) {
-	name := fusedName(f)
-	plan := newArgPlan()
-	plan.fused = f
-	ins := make([][]groupSrc, len(f.calls))
-	for j, c := range f.calls {
-		ins[j] = plan.inputs(c, c.stackOut)
-	}
+	plan, ins := fusedPlan(f)
 	var uses []*fusedUse
 	if loss != nil {
 		uses = tp.fusedUses(f, reach)
 		plan.key.WriteString("|")
 		tp.planAccs(plan, uses)
 	}
-	var key strings.Builder
-	key.WriteString(name)
-	tp.fusedKey(&key, f)
-	fmt.Fprintf(&key, "|fused%v", reach)
-	writeUses(&key, uses)
-	key.WriteString(plan.key.String())
-	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
+	prog := tp.e.program(tp.fusedKey(f, fmt.Sprintf("fused%v", reach), uses, plan), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
 		bs, inside := fusedForward(g, f, newStageBuilder(g, f.calls[0]).params(plan.dims), ins)
 		outs := slices.Clone(inside)
 		var lays []outGroup
@@ -420,13 +429,6 @@ func (tp *Tape) planAccs(plan *argPlan, uses []*fusedUse) {
 	}
 }
 
-// writeUses writes the part of a program's key that names uses.
-func writeUses(key *strings.Builder, uses []*fusedUse) {
-	for _, u := range uses {
-		fmt.Fprintf(key, "%v%v,", u.uses, u.acc)
-	}
-}
-
 // fusedGrads returns the cotangents of the uses' values, one tensor each (stacked for a
 // sequence), from the gradient of loss through the calls' graphs bs.
 func fusedGrads(bs []*stageBuilder, uses []*fusedUse, loss *G.Node) []*G.Node {
@@ -479,7 +481,7 @@ func (tp *Tape) setUseCotangents(uses []*fusedUse, out []*tensors.Tensor) {
 // vjpFused runs the vector–Jacobian product of fused call f as one program: the gradient, with
 // respect to the values f reads from outside, of Σ ⟨output, cotangent⟩ over its calls' outputs
 // that hold cotangents, through the calls that read other calls' outputs.
-func (tp *Tape) vjpFused(f *fusedCall, name string) {
+func (tp *Tape) vjpFused(f *fusedCall) {
 	n := len(f.calls)
 	ctOut := make([][]bool, n)
 	reach := make([]bool, n) // the call's outputs hold cotangents
@@ -501,12 +503,7 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 	if len(uses) == 0 { // nothing from outside to give a cotangent
 		return
 	}
-	plan := newArgPlan()
-	plan.fused = f
-	ins := make([][]groupSrc, n)
-	for j, c := range f.calls {
-		ins[j] = plan.inputs(c, c.stackOut)
-	}
+	plan, ins := fusedPlan(f)
 	cts := make([][]groupSrc, n)
 	for j, c := range f.calls {
 		cts[j] = make([]groupSrc, len(c.outs))
@@ -519,13 +516,7 @@ func (tp *Tape) vjpFused(f *fusedCall, name string) {
 	}
 	plan.key.WriteString("|")
 	tp.planAccs(plan, uses)
-	var key strings.Builder
-	key.WriteString(name)
-	tp.fusedKey(&key, f)
-	fmt.Fprintf(&key, "|fusedvjp%v", ctOut)
-	writeUses(&key, uses)
-	key.WriteString(plan.key.String())
-	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
+	prog := tp.e.program(tp.fusedKey(f, fmt.Sprintf("fusedvjp%v", ctOut), uses, plan), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
 		bs, _ := fusedForward(g, f, newStageBuilder(g, f.calls[0]).params(plan.dims), ins)
 		var loss *G.Node
 		for j, b := range bs {
