@@ -50,7 +50,7 @@
 #                              subjects × 50 restarts) on the GPU: packed row by row and uploaded,
 #                              or packed once per subject and gathered on the device
 #                              (likelihood's BenchmarkPrepareChunk, bin/likelihood.test)
-#   bench/gpu/run.sh all       the steps of STEPS_LIST (env calls fused async compile fit sample tasks) in one call,
+#   bench/gpu/run.sh all       the steps of STEPS_LIST (env fused calls async fit sample compile tasks) in one call,
 #                              within BUDGET_S seconds (540; STEP:SECONDS caps a step), ROWS=50
 #                              unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
@@ -72,7 +72,7 @@ all)
 	# under what is left of BUDGET_S seconds (STEP:SECONDS caps a step further); a step is
 	# skipped when under 30 s are left.
 	end=$(($(date +%s) + ${BUDGET_S:-540}))
-	for s in ${STEPS_LIST:-env calls fused async compile fit sample tasks}; do
+	for s in ${STEPS_LIST:-env fused calls async fit sample compile tasks}; do
 		left=$((end - $(date +%s)))
 		if ((left < 30)); then
 			echo "bench/gpu/run.sh all: $s skipped, ${left} s left of BUDGET_S=${BUDGET_S:-540}"
@@ -197,8 +197,8 @@ out=$OUT/$step.md
 		done
 		;;
 	fused)
-		# The maps between recursions as a program each (NIOC_FUSE_CALLS=off: 21 calls an
-		# evaluation for reaching, 22 for cart-pole) against each run of them as one (7 and 7),
+		# The maps between recursions as a program each (NIOC_FUSE_CALLS=off: 20 calls an
+		# evaluation for reaching, 21 for cart-pole) against each run of them as one (7 and 7),
 		# at 1 and 50 vectors whatever ROWS says (issue 28's 10 ms is at 1 × 50).
 		for f in off on; do
 			echo "## NIOC_FUSE_CALLS=$f"
