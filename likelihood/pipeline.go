@@ -110,7 +110,9 @@ func (e *Evaluator) pipeline(f graph.Flow, in flowInputs) *graph.Value {
 		return control.KalmanGainsFlow(f, lin, f.Map("sigma0", constant(sigma0))[0])
 	}
 	partialAgent := o.Method == Ours && o.Observe == control.ObservePartial
-	var init *graph.Value // belief tracking's initial carry
+	// Belief tracking's initial carry (the switch's last case below), made here, before the
+	// backward pass, so that a looped Flow runs it with the stages before that pass.
+	var init *graph.Value
 	if o.Method != MCEBaseline && o.Observe != control.ObserveFull {
 		init = e.beliefInit(f, in.X[0], sigma0)
 	}
