@@ -427,8 +427,7 @@ func (tp *Tape) run(c *call) {
 		grad = false // no tangent flows in: constant inputs only
 	}
 	c.stackOut = tp.e.WhileLoops() && c.steps > 0 && tp.fwd == 0
-	if tp.fusable(c) {
-		tp.fuse(c, grad)
+	if tp.fusable(c) && tp.fuse(c, grad) {
 		return
 	}
 	tp.flush()

@@ -131,14 +131,19 @@ func (f *fusedCall) joins(c *call) bool {
 	return true
 }
 
-// fuse records c in the tape's fused call, giving its outputs their layouts and no numbers.
-func (tp *Tape) fuse(c *call, grad bool) {
+// fuse records c in the tape's fused call, giving its outputs their layouts and no numbers,
+// and reports whether it did: a call that reads a differentiated value two ways joins no fused
+// call (it runs alone, and Backward refuses it as it refuses it there).
+func (tp *Tape) fuse(c *call, grad bool) bool {
 	if tp.fusing != nil && !tp.fusing.joins(c) {
 		tp.flush()
 	}
 	if tp.fusing == nil {
 		tp.fusing = &fusedCall{uses: map[*Value]string{}}
-		tp.fusing.joins(c)
+		if !tp.fusing.joins(c) {
+			tp.fusing = nil
+			return false
+		}
 	}
 	f := tp.fusing
 	outs := tp.e.layouts(c)
@@ -171,6 +176,7 @@ func (tp *Tape) fuse(c *call, grad bool) {
 	}
 	f.calls = append(f.calls, c)
 	f.grad = f.grad || grad
+	return true
 }
 
 // layouts returns the layouts of c's output groups, from a graph of c alone built the first

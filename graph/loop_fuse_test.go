@@ -118,3 +118,25 @@ func TestFusedCalls(t *testing.T) {
 	assert.Equal(t, 4+3, runs["fused=true fetch first=false"].calls)
 	assert.Equal(t, 4+4, runs["fused=true fetch first=true"].calls, "out's map and its product apart")
 }
+
+// TestFusedCallRefusesAValueReadTwice: a call that reads a differentiated value two ways (here
+// one step of a sequence it also reads whole) joins no fused call, and Backward refuses it as
+// it does without fusion, rather than giving it one of the two cotangents.
+func TestFusedCallRefusesAValueReadTwice(t *testing.T) {
+	cpuPlugin(t)
+	bx, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	for _, fused := range []bool{false, true} {
+		e := NewEngine(bx)
+		e.SetWhileLoops(true)
+		e.SetFusedCalls(fused)
+		tp := e.NewTape(true)
+		gs := tp.Series([]float64{1, 2, 3, 4, 5, 6}, 3, 1, []int{2}, true)
+		out := tp.MapSteps("twice", func(in [][]S) [][]S {
+			return [][]S{{Mul(in[0][0], in[1][0])}}
+		}, [][]*Value{gs}, gs[0])[0]
+		sum := tp.Map("sum", func(in [][]S) [][]S { return [][]S{{Add(in[0][0], in[1][0])}} }, out[0], out[1])[0]
+		assert.PanicsWithValue(t, "graph: twice takes the same differentiated value twice", func() { tp.Backward(sum) }, "fused=%v", fused)
+		tp.Release()
+	}
+}
