@@ -337,7 +337,8 @@ func (tp *Tape) Scan(name string, step StepFunc, init *Value, xs [][]*Value, par
 	if tp.record {
 		// Visited first by Backward: the recursion's last carry and its parameters get zero
 		// cotangents if nothing else gave them one, so that every step's vector–Jacobian
-		// product is the same program.
+		// product is the same program. (A block left fused runs, and is recorded, first.)
+		tp.flush()
 		tp.recs = append(tp.recs, &call{marker: append([]*Value{carry}, params...)})
 	}
 	return carry, ys

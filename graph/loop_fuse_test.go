@@ -49,74 +49,80 @@ func TestFusedCalls(t *testing.T) {
 	require.NoError(t, err)
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
-	const T, B = 6, 3
+	const B = 3
 	ab := []float64{0.7, 0.8, 0.9, -0.3, 0.95, 0.5}
-	x := make([]float64, T*B)
-	gv := make([]float64, T*B)
-	for i := range x {
-		x[i] = 0.25 * float64(i%5)
-		gv[i] = 0.1 * float64(i%7)
+	// T = 2: the recursion over vs has one step, a block of the fused call, not a while loop.
+	for _, T := range []int{6, 2} {
+		x := make([]float64, T*B)
+		gv := make([]float64, T*B)
+		for i := range x {
+			x[i] = 0.25 * float64(i%5)
+			gv[i] = 0.1 * float64(i%7)
+		}
+		type result struct {
+			val, gradAB, gradG []float64
+			calls              int
+		}
+		// fetchFirst: Fetch before Backward, without a dry run (out's map then runs alone).
+		eval := func(e *Engine, fetchFirst bool) result {
+			flow := func(tp *Tape) (*Value, *Value, []*Value) {
+				abv := tp.Input(ab, 2, []int{B}, true)
+				gs := tp.Series(gv, T, 1, []int{B}, true)
+				return fusedProgram(tp, abv, tp.Series(x, T, 1, []int{B}, false), gs), abv, gs
+			}
+			tp := e.NewTape(true)
+			defer tp.Release()
+			if !fetchFirst {
+				require.NoError(t, tp.Precompile("fused", func(dry *Tape) {
+					out, _, _ := flow(dry)
+					dry.Backward(out)
+				}))
+			}
+			before := e.Calls()
+			out, abv, gs := flow(tp)
+			var r result
+			if fetchFirst {
+				r.val = tp.Fetch(out)
+			}
+			tp.Backward(out) // before Fetch, as the dry run: out's map runs with its product
+			if !fetchFirst {
+				r.val = tp.Fetch(out)
+			}
+			r.gradAB = tp.Grad(abv)
+			for _, g := range gs {
+				r.gradG = append(r.gradG, tp.Grad(g)...)
+			}
+			r.calls = e.Calls() - before
+			if !fetchFirst {
+				assert.Zero(t, e.Stats().Late, "the dry run compiled every program")
+			}
+			return r
+		}
+		want := eval(NewEngine(bg), false)
+		runs := map[string]result{}
+		for _, c := range []struct{ fused, fetchFirst bool }{{false, false}, {true, false}, {true, true}} {
+			e := NewEngine(bx)
+			e.SetWhileLoops(true)
+			e.SetFusedCalls(c.fused)
+			r := eval(e, c.fetchFirst)
+			name := fmt.Sprintf("T=%d fused=%v fetch first=%v", T, c.fused, c.fetchFirst)
+			runs[name] = r
+			assert.InDeltaSlice(t, want.val, r.val, 1e-13, name)
+			assert.InDeltaSlice(t, want.gradAB, r.gradAB, 1e-12, name)
+			assert.InDeltaSlice(t, want.gradG, r.gradG, 1e-12, name)
+			assert.NotZero(t, r.gradG[B], "the sequence read twice has a gradient")
+		}
+		if T < 6 {
+			continue // the recursion of one step runs as a block, not as a while loop
+		}
+		// Each map its own program: nat, ys, zs, ws, vs, init, the recursion's carry made dense,
+		// the recursion, out, and each one's product. Fused: nat…ws (vs reads gs cut the other
+		// way: a fused call of its own with init and the carry), the recursion, out with its
+		// product; and the products of the other three.
+		assert.Equal(t, 9+9, runs["T=6 fused=false fetch first=false"].calls)
+		assert.Equal(t, 4+3, runs["T=6 fused=true fetch first=false"].calls)
+		assert.Equal(t, 4+4, runs["T=6 fused=true fetch first=true"].calls, "out's map and its product apart")
 	}
-	type result struct {
-		val, gradAB, gradG []float64
-		calls              int
-	}
-	// fetchFirst: Fetch before Backward, without a dry run (out's map then runs alone).
-	eval := func(e *Engine, fetchFirst bool) result {
-		flow := func(tp *Tape) (*Value, *Value, []*Value) {
-			abv := tp.Input(ab, 2, []int{B}, true)
-			gs := tp.Series(gv, T, 1, []int{B}, true)
-			return fusedProgram(tp, abv, tp.Series(x, T, 1, []int{B}, false), gs), abv, gs
-		}
-		tp := e.NewTape(true)
-		defer tp.Release()
-		if !fetchFirst {
-			require.NoError(t, tp.Precompile("fused", func(dry *Tape) {
-				out, _, _ := flow(dry)
-				dry.Backward(out)
-			}))
-		}
-		before := e.Calls()
-		out, abv, gs := flow(tp)
-		var r result
-		if fetchFirst {
-			r.val = tp.Fetch(out)
-		}
-		tp.Backward(out) // before Fetch, as the dry run: out's map runs with its product
-		if !fetchFirst {
-			r.val = tp.Fetch(out)
-		}
-		r.gradAB = tp.Grad(abv)
-		for _, g := range gs {
-			r.gradG = append(r.gradG, tp.Grad(g)...)
-		}
-		r.calls = e.Calls() - before
-		if !fetchFirst {
-			assert.Zero(t, e.Stats().Late, "the dry run compiled every program")
-		}
-		return r
-	}
-	want := eval(NewEngine(bg), false)
-	runs := map[string]result{}
-	for _, c := range []struct{ fused, fetchFirst bool }{{false, false}, {true, false}, {true, true}} {
-		e := NewEngine(bx)
-		e.SetWhileLoops(true)
-		e.SetFusedCalls(c.fused)
-		r := eval(e, c.fetchFirst)
-		name := fmt.Sprintf("fused=%v fetch first=%v", c.fused, c.fetchFirst)
-		runs[name] = r
-		assert.InDeltaSlice(t, want.val, r.val, 1e-13, name)
-		assert.InDeltaSlice(t, want.gradAB, r.gradAB, 1e-12, name)
-		assert.InDeltaSlice(t, want.gradG, r.gradG, 1e-12, name)
-		assert.NotZero(t, r.gradG[B], "the sequence read twice has a gradient")
-	}
-	// Each map its own program: nat, ys, zs, ws, vs, init, the recursion's carry made dense,
-	// the recursion, out, and each one's product. Fused: nat…ws (vs reads gs cut the other
-	// way: a fused call of its own with init and the carry), the recursion, out with its
-	// product; and the products of the other three.
-	assert.Equal(t, 9+9, runs["fused=false fetch first=false"].calls)
-	assert.Equal(t, 4+3, runs["fused=true fetch first=false"].calls)
-	assert.Equal(t, 4+4, runs["fused=true fetch first=true"].calls, "out's map and its product apart")
 }
 
 // TestFusedCallRefusesAValueReadTwice: a call that reads a differentiated value two ways (here
