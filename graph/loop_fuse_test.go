@@ -44,11 +44,7 @@ func fusedProgram(f Flow, ab *Value, xs, gs []*Value) *Value {
 // dry run, and the calls an evaluation makes. It runs where a plugin is installed (make
 // xla-cpu) and is skipped otherwise.
 func TestFusedCalls(t *testing.T) {
-	cpuPlugin(t)
-	bx, err := NewBackend(BackendXLA)
-	require.NoError(t, err)
-	bg, err := NewBackend(BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	const B = 3
 	ab := []float64{0.7, 0.8, 0.9, -0.3, 0.95, 0.5}
 	// T = 2: the recursion over vs has one step, a block of the fused call, not a while loop.

@@ -236,11 +236,7 @@ func TestScanBlocksEqualSteps(t *testing.T) {
 // one in reverse, values and gradients, compiled by a dry run, each recursion two calls
 // whatever T. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
 func TestWhileLoopsEqualSteps(t *testing.T) {
-	cpuPlugin(t)
-	bx, err := NewBackend(BackendXLA)
-	require.NoError(t, err)
-	bg, err := NewBackend(BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	const B = 3
 	ab := []float64{0.7, 0.8, 0.9, -0.3, -0.2, 0.1}
 	eval := func(e *Engine, T int) (val, grad []float64, calls int) {

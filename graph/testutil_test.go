@@ -3,6 +3,7 @@ package graph
 import (
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,16 @@ func evalBatch(t testing.TB, inputs [][]float64, grad bool, fn func(in []S) []S)
 		}
 	}
 	return outputs, grads
+}
+
+// xlaAndGo returns the XLA backend on the CPU plugin and the Go backend, to compare; it skips
+// the test where no plugin is installed (make xla-cpu).
+func xlaAndGo(t *testing.T) (bx, bg backends.Backend) {
+	t.Helper()
+	cpuPlugin(t)
+	bx, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	bg, err = NewBackend(BackendGo)
+	require.NoError(t, err)
+	return bx, bg
 }
