@@ -16,6 +16,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// hessianStep is the central-difference step, in fitting scale, of the Hessian.
+const hessianStep = 1e-4
+
 // laplace fills the standard errors and intervals from the Hessian H of the negative
 // log-likelihood in fitting scale, by central differences of exact gradients (all 2p
 // gradients in one batch), and, unless Options.Uncertainty is UncertaintyHessian, from the
