@@ -232,10 +232,19 @@ func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, 
 		Gain: make([]float64, T*k*n*P), Offset: make([]float64, T*k*P), Hessian: make([]float64, T*k*k*P),
 		Converged: make([]bool, P)}
 
-	// Initial nominal: the zero-control rollout.
-	X, U, J, err := sv.runRollout(thetaT, initial, pol, []float64{0})
+	// Initial nominal: the zero-control rollout. Where programs compile (XLA) it runs in the
+	// line search's shape, K candidates all of α = 0 (the same rollout K times), so that one
+	// compiled rollout serves both.
+	zero := []float64{0}
+	if sv.looped() && graph.CompilesSlowly(sv.backend) {
+		zero = make([]float64, sv.opts.LineSearch)
+	}
+	X, U, J, err := sv.runRollout(thetaT, initial, pol, zero)
 	if err != nil {
 		return nil, err
+	}
+	if K := len(zero); K > 1 {
+		X, U, J = firstCandidate(X, (T+1)*n, P, K), firstCandidate(U, T*k, P, K), firstCandidate(J, 1, P, K)
 	}
 	pol.Xbar, pol.Ubar, pol.Cost = X, U, J
 	pol.CostTrace = append(pol.CostTrace, slices.Clone(J))
@@ -291,6 +300,15 @@ func copyCandidate(dst, src []float64, rows, P, K, p, c int) {
 	for r := range rows {
 		dst[r*P+p] = src[(r*P+p)*K+c]
 	}
+}
+
+// firstCandidate returns candidate 0 of every problem of src [rows][P][K], as [rows][P].
+func firstCandidate(src []float64, rows, P, K int) []float64 {
+	dst := make([]float64, rows*P)
+	for p := range P {
+		copyCandidate(dst, src, rows, P, K, p, 0)
+	}
+	return dst
 }
 
 func transpose(theta [][]float64) []float64 {

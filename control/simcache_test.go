@@ -10,7 +10,8 @@ import (
 )
 
 // TestSimulateProgramsShared: the unrolled simulation's programs are kept across calls
-// (simPrograms), one per observation mode, temperature and delay, so each of these options
+// (simPrograms), one per observation mode, temperature and delay (temperature 0, no policy
+// noise, shares temperature 1's: Simulate runs it without noise), so each of these options
 // gets its own program and a call gives the same bits whether its program was just built or
 // kept from calls with other options and other batch shapes before it.
 func TestSimulateProgramsShared(t *testing.T) {
@@ -25,6 +26,7 @@ func TestSimulateProgramsShared(t *testing.T) {
 	cases := []SimOptions{
 		{Observe: ObservePartial, Temperature: spec.Temperature},
 		{Observe: ObservePartial, Temperature: 0},
+		{Observe: ObservePartial, Temperature: 1}, // 0's program
 		{Observe: ObservePartial, Temperature: 4 * spec.Temperature},
 		{Observe: ObserveFull, Temperature: spec.Temperature},
 		{Observe: ObservePartial, Temperature: spec.Temperature, Delay: 1},
@@ -53,5 +55,5 @@ func TestSimulateProgramsShared(t *testing.T) {
 	}
 	n := 0
 	simPrograms.Range(func(any, any) bool { n++; return true })
-	assert.Equal(t, len(cases)-1, n, "one program per options, the batch shapes compiled within it")
+	assert.Equal(t, len(cases)-2, n, "one program per options, the batch shapes compiled within it")
 }

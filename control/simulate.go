@@ -220,6 +220,16 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			}
 		}
 	}
+	if opts.Temperature == 0 {
+		// One simulation program serves agents with policy noise and without: a noise-free
+		// agent runs the temperature-1 program with ξ = 0 and H̃ = I, whose noise term is then
+		// exactly zero (u + 1·0 = u), so that a fit's bootstrap, which simulates both kinds,
+		// compiles one program instead of two (seconds each on XLA). ξ was drawn all the same:
+		// the state and observation noises stay those of the same seed.
+		clear(xi)
+		pol = withIdentityHessians(pol)
+		opts.Temperature = 1
+	}
 	x0 := make([]float64, n*P*M) // [n][P][M]
 	for i := range n {
 		for p := range P {
@@ -237,7 +247,12 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	}
 	var X []float64 // [T+1][n][P][M]
 	if opts.Form == "looped" || (opts.Form != "unrolled" && graph.CompilesSlowly(b)) {
-		if X, err = simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts); err != nil {
+		if graph.CompilesSlowly(b) {
+			X, err = simulateInChunks(SimChunk(b), b, s, theta, pol, x0, v, w, xi, M, opts)
+		} else {
+			X, err = simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts)
+		}
+		if err != nil {
 			return nil, err
 		}
 	} else {
@@ -453,6 +468,74 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 	copy(X, x0)
 	for t, x := range xs {
 		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
+	}
+	return X, nil
+}
+
+// withIdentityHessians returns a copy of pol whose H̃ is the identity at every step and
+// problem (its layout [T][k][k][P]); the rest is shared with pol.
+func withIdentityHessians(pol *Policy) *Policy {
+	q := *pol
+	P, k := pol.Problems, pol.Controls
+	q.Hessian = make([]float64, len(pol.Hessian))
+	for t := range pol.Steps {
+		for i := range k {
+			for p := range P {
+				q.Hessian[((t*k+i)*k+i)*P+p] = 1
+			}
+		}
+	}
+	return &q
+}
+
+// SimChunk returns the number of trials one compiled simulation runs on a backend that
+// compiles (XLA), whatever a call asks for: 256 where XLA runs on the host (its CPU runtime
+// is fastest at a few hundred rows), 1,024 on an accelerator (where a call costs its latency).
+// A call's trials run in chunks of this size, the last padded, so that the simulations of a
+// fit (its bootstrap's draws × a subject's trials, its check's, every subject's number of
+// trials) share one program instead of compiling one each.
+func SimChunk(b backends.Backend) int {
+	if graph.RunsOnHost(b) {
+		return 256
+	}
+	return 1024
+}
+
+// simulateInChunks is simulateLooped over the M trials in chunks of c trials, the last
+// padded with copies of its first trial (whose states are computed and dropped); it returns
+// the states [T+1][n][P][M]. Each trial's states are those simulateLooped computes for all M
+// at once, up to the last bits that XLA's code for another shape may round otherwise.
+func simulateInChunks(c int, b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, x0, v, w, xi []float64, M int, opts SimOptions) ([]float64, error) {
+	if M == c {
+		return simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts)
+	}
+	spec := s.Spec
+	P, T := pol.Problems, pol.Steps
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	X := make([]float64, (T+1)*n*P*M)
+	for lo := 0; lo < M; lo += c {
+		hi := min(lo+c, M)
+		// pick returns a's trials lo…hi−1 of each of its outer×P rows, padded to c.
+		pick := func(a []float64, outer int) []float64 {
+			out := make([]float64, outer*P*c)
+			for o := range outer * P {
+				for r := range c {
+					src := lo + r
+					if src >= hi {
+						src = lo
+					}
+					out[o*c+r] = a[o*M+src]
+				}
+			}
+			return out
+		}
+		Xc, err := simulateLooped(b, s, theta, pol, pick(x0, n), pick(v, T*nv), pick(w, T*nw), pick(xi, T*k), c, opts)
+		if err != nil {
+			return nil, err
+		}
+		for o := range (T + 1) * n * P {
+			copy(X[o*M+lo:o*M+hi], Xc[o*c:o*c+hi-lo])
+		}
 	}
 	return X, nil
 }

@@ -84,6 +84,9 @@ func (e *Engine) compile(p *stageProg, late bool) {
 		if p.rewrite != nil || p.tape == nil {
 			compileGraph(e.backend, p.g, p.rewrite, p.outputs...)
 		}
+		if traceCalls {
+			fmt.Fprintf(os.Stderr, "nioc compile %-24s %9.3f s\n", p.name, time.Since(t0).Seconds())
+		}
 		e.mu.Lock()
 		e.stats.CompileTime += time.Since(t0)
 		e.stats.Compiles++
