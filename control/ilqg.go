@@ -72,22 +72,7 @@ func (p *Policy) Problem(i int) *Policy {
 	if p.Problems == 1 {
 		return p
 	}
-	pick := func(a []float64) []float64 {
-		out := make([]float64, len(a)/p.Problems)
-		for r := range out {
-			out[r] = a[r*p.Problems+i]
-		}
-		return out
-	}
-	q := *p
-	q.Problems = 1
-	q.Xbar, q.Ubar, q.Gain, q.Offset, q.Hessian, q.Cost = pick(p.Xbar), pick(p.Ubar), pick(p.Gain), pick(p.Offset), pick(p.Hessian), pick(p.Cost)
-	q.CostTrace = make([][]float64, len(p.CostTrace))
-	for j, c := range p.CostTrace {
-		q.CostTrace[j] = pick(c)
-	}
-	q.Converged = []bool{p.Converged[i]}
-	return &q
+	return p.Subset([]int{i})
 }
 
 // SolverOptions configure SolveILQG.
@@ -201,6 +186,12 @@ func (sv *Solver) Solve(theta, x0 [][]float64) (*Policy, error) {
 // solver's MaxIter: an agent that has not finished planning (Policy.Converged says whether
 // it had). The compiled graphs are the solver's own.
 func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, error) {
+	return sv.solve(theta, x0, maxIter, nil)
+}
+
+// solve is SolveIterations, with problem p planning over horizons[p] ≤ the solver's steps
+// when horizons is not nil (SolveHorizons).
+func (sv *Solver) solve(theta, x0 [][]float64, maxIter int, horizons []int) (*Policy, error) {
 	if maxIter < 1 {
 		return nil, fmt.Errorf("iLQG needs at least 1 iteration, got %d", maxIter)
 	}
@@ -215,6 +206,13 @@ func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, 
 	}
 	if x0 != nil && len(x0) != P {
 		return nil, fmt.Errorf("%d initial states for %d problems", len(x0), P)
+	}
+	var m *horizonMasks
+	if horizons != nil {
+		var err error
+		if m, err = sv.masks(horizons, P); err != nil {
+			return nil, err
+		}
 	}
 	initial := make([]float64, n*P)
 	for p := range P {
@@ -239,7 +237,7 @@ func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, 
 	if sv.looped() && graph.CompilesSlowly(sv.backend) {
 		zero = make([]float64, sv.opts.LineSearch)
 	}
-	X, U, J, err := sv.runRollout(thetaT, initial, pol, zero)
+	X, U, J, err := sv.runRollout(thetaT, initial, pol, zero, m)
 	if err != nil {
 		return nil, err
 	}
@@ -255,10 +253,10 @@ func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, 
 	done := make([]bool, P)
 	for iter := 0; iter < maxIter && slices.Contains(done, false); iter++ {
 		pol.Iterations = iter + 1
-		if err := sv.runBackward(thetaT, pol); err != nil {
+		if err := sv.runBackward(thetaT, pol, m); err != nil {
 			return nil, err
 		}
-		Xc, Uc, Jc, err := sv.runRollout(thetaT, initial, pol, alphas)
+		Xc, Uc, Jc, err := sv.runRollout(thetaT, initial, pol, alphas, m)
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +287,7 @@ func (sv *Solver) SolveIterations(theta, x0 [][]float64, maxIter int) (*Policy, 
 		pol.CostTrace = append(pol.CostTrace, slices.Clone(pol.Cost))
 	}
 	// The final control law at the final nominal trajectory.
-	if err := sv.runBackward(thetaT, pol); err != nil {
+	if err := sv.runBackward(thetaT, pol, m); err != nil {
 		return nil, err
 	}
 	return pol, nil
@@ -326,11 +324,12 @@ func transpose(theta [][]float64) []float64 {
 }
 
 // runRollout rolls the current policy out with feed-forward scales alphas, returning
-// X [T+1][n][P][K], U [T][k][P][K] and the costs J [P][K].
-func (sv *Solver) runRollout(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64) (X, U, J []float64, err error) {
+// X [T+1][n][P][K], U [T][k][P][K] and the costs J [P][K]; with m, each problem within its
+// own horizon (looped form only).
+func (sv *Solver) runRollout(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64, m *horizonMasks) (X, U, J []float64, err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
 	if sv.looped() {
-		return sv.runRolloutLooped(thetaT, x0, pol, alphas)
+		return sv.runRolloutLooped(thetaT, x0, pol, alphas, m)
 	}
 	out, err := sv.rollout.Run(thetaT,
 		graph.NewTensor(x0, n, P, 1),
@@ -349,20 +348,39 @@ func (sv *Solver) looped() bool {
 
 // rolloutFlow rolls the control law (xbar, ubar, L, l per step) out from x0 with feed-forward
 // scales alpha (batch [1, K]): per step the group (u_t, x_t), then x_T, and the cost of each
-// candidate (for the partially observable planner, plus its expected spread).
-func (sv *Solver) rolloutFlow(f graph.Flow, theta, x0, alpha *graph.Value, xbar, ubar, L, l []*graph.Value) (ux []*graph.Value, xT, cost *graph.Value) {
+// candidate (for the partially observable planner, plus its expected spread). With running
+// (one entry per step, positive while a problem's horizon lasts), a problem's state stays
+// where its horizon ends, its control is 0 and its cost stops there, so that x_T is the state
+// at its own end (SolveHorizons).
+func (sv *Solver) rolloutFlow(f graph.Flow, theta, x0, alpha *graph.Value, xbar, ubar, L, l, running []*graph.Value) (ux []*graph.Value, xT, cost *graph.Value) {
 	s := sv.sym
 	n, k := len(s.X), len(s.U)
 	init := f.Map("rollout_init", func(in [][]graph.S) [][]graph.S {
 		return [][]graph.S{graph.Flatten(graph.Vec(in[0]), graph.C(0))}
 	}, x0)[0]
+	seqs := [][]*graph.Value{xbar[:len(ubar)], ubar, L, l}
+	if running != nil {
+		seqs = append(seqs, running)
+	}
 	final, ux := f.Scan("rollout", func(carry []graph.S, xs, ps [][]graph.S) (next, y []graph.S) {
 		x, c := graph.Vec(carry[:n]), carry[n]
 		Lt := graph.NewUnflattener(xs[2]).Mat(k, n)
 		u := graph.VecAdd(graph.VecAdd(xs[1], graph.VecScale(ps[1][0], xs[3])), graph.MatVec(Lt, graph.VecSub(x, xs[0])))
+		if running == nil {
+			pt := At(s, ps[0], x, u)
+			return graph.Flatten(pt.F0(), graph.Add(c, pt.Cost())), graph.Flatten(u, x)
+		}
+		on := graph.GreaterThan(xs[4][0], graph.C(0))
+		for i := range u {
+			u[i] = graph.Select(on, u[i], graph.C(0))
+		}
 		pt := At(s, ps[0], x, u)
-		return graph.Flatten(pt.F0(), graph.Add(c, pt.Cost())), graph.Flatten(u, x)
-	}, init, [][]*graph.Value{xbar[:len(ubar)], ubar, L, l}, []*graph.Value{theta, alpha}, false)
+		next = graph.Flatten(pt.F0(), graph.Add(c, pt.Cost()))
+		for i, v := range graph.Flatten(x, c) {
+			next[i] = graph.Select(on, next[i], v)
+		}
+		return next, graph.Flatten(u, x)
+	}, init, seqs, []*graph.Value{theta, alpha}, false)
 	parts := f.Map("rollout_final", func(in [][]graph.S) [][]graph.S {
 		x := graph.Vec(in[0][:n])
 		return [][]graph.S{x, {graph.Add(in[0][n], At(s, in[1], x, nil).FinalCost())}}
@@ -403,7 +421,7 @@ func (sv *Solver) buildRollout(g *G.Graph, in []*G.Node) []*G.Node {
 	P, K := in[1].Shape().Dimensions[1], in[6].Shape().Dimensions[1]
 	one := func(x *G.Node, lead int) *graph.Value { return graph.Values(graph.Unstack(x, lead))[0] }
 	ux, xT, cost := sv.rolloutFlow(graph.Unrolled{}, one(in[0], 1), one(in[1], 1), graph.Values([]graph.S{graph.N(in[6])})[0],
-		graph.SeriesValues(in[2], 2, n), graph.SeriesValues(in[3], 2, k), graph.SeriesValues(in[4], 3, k*n), graph.SeriesValues(in[5], 2, k))
+		graph.SeriesValues(in[2], 2, n), graph.SeriesValues(in[3], 2, k), graph.SeriesValues(in[4], 3, k*n), graph.SeriesValues(in[5], 2, k), nil)
 	var xs, us []graph.S
 	for _, v := range ux {
 		us = append(us, v.Scalars()[:k]...)
@@ -419,7 +437,7 @@ func (sv *Solver) buildRollout(g *G.Graph, in []*G.Node) []*G.Node {
 }
 
 // runRolloutLooped is runRollout in the looped form.
-func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64) (X, U, J []float64, err error) {
+func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Policy, alphas []float64, m *horizonMasks) (X, U, J []float64, err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
 	K := len(alphas)
 	tp := sv.engine.NewTape(false)
@@ -435,9 +453,13 @@ func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Po
 		one := []int{P, 1}
 		xbar, ubar := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false)
 		L, l := tp.Series(pol.Gain, T, k*n, one, false), tp.Series(pol.Offset, T, k, one, false)
-		return sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l)
+		var running []*graph.Value
+		if m != nil {
+			running = tp.Series(m.running, T, 1, one, false)
+		}
+		return sv.rolloutFlow(tp, theta, tp.Input(x0, n, []int{P, 1}, false), tp.Input(alphas, 1, []int{1, K}, false), xbar, ubar, L, l, running)
 	}
-	if err := tp.Precompile(fmt.Sprintf("rollout P%d T%d K%d", P, T, K), func(dry *graph.Tape) { flow(dry) }); err != nil {
+	if err := tp.Precompile(fmt.Sprintf("rollout P%d T%d K%d horizons %t", P, T, K, m != nil), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return nil, nil, nil, fmt.Errorf("iLQG rollout: %w", err)
 	}
 	ux, xT, cost := flow(tp)
@@ -452,11 +474,12 @@ func (sv *Solver) runRolloutLooped(thetaT *tensors.Tensor, x0 []float64, pol *Po
 }
 
 // runBackward linearizes around the policy's nominal trajectory and replaces its gains: one
-// unrolled graph where compiling is cheap, else looped over compiled steps (graph.Flow).
-func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) (err error) {
+// unrolled graph where compiling is cheap, else looped over compiled steps (graph.Flow); with
+// m, each problem's backward pass starting at its own horizon (looped form only).
+func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy, m *horizonMasks) (err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
 	if sv.looped() {
-		return sv.runBackwardLooped(thetaT, pol)
+		return sv.runBackwardLooped(thetaT, pol, m)
 	}
 	out, err := sv.linearized.Run(thetaT,
 		graph.NewTensor(pol.Xbar, T+1, n, P, 1), graph.NewTensor(pol.Ubar, T, k, P, 1),
@@ -472,9 +495,11 @@ func (sv *Solver) runBackward(thetaT *tensors.Tensor, pol *Policy) (err error) {
 // (X, U) with parameters theta (natural units); the partially observable planner filters
 // with the closed-loop Kalman gains of the previous gains Lprev, in the form of the task's
 // timing (predictor form for models.ActThenSee, filter form for models.SeeThenAct: see
-// ClosedLoopMomentsFlow and BackwardPassPartialFlow).
-func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev []*graph.Value) []*graph.Value {
+// ClosedLoopMomentsFlow and BackwardPassPartialFlow). ends, if set, marks where problems'
+// horizons end before the last step (Linearized.Ends; the full planner's only).
+func (sv *Solver) backwardFlow(f graph.Flow, theta *graph.Value, X, U, Lprev, ends []*graph.Value) []*graph.Value {
 	lin := LinearizeFlow(f, sv.sym, theta, X, U)
+	lin.Ends = ends
 	if sv.opts.Planner != models.PlannerPartial {
 		return BackwardPassFlow(f, lin, sv.opts.Eps)
 	}
@@ -486,7 +511,7 @@ func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 	T, n, k := sv.steps, len(sv.sym.Spec.States), len(sv.sym.Spec.Controls)
 	P := in[1].Shape().Dimensions[2]
 	theta := graph.Values(graph.Unstack(in[0], 1))[0]
-	gains := GainsOf(sv.sym, sv.backwardFlow(graph.Unrolled{}, theta, graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k), graph.SeriesValues(in[3], 3, k*n)))
+	gains := GainsOf(sv.sym, sv.backwardFlow(graph.Unrolled{}, theta, graph.SeriesValues(in[1], 2, n), graph.SeriesValues(in[2], 2, k), graph.SeriesValues(in[3], 3, k*n), nil))
 	var Ls, ls, Hs []graph.S
 	for t := range T {
 		for i := range k {
@@ -504,7 +529,7 @@ func (sv *Solver) buildBackward(g *G.Graph, in []*G.Node) []*G.Node {
 }
 
 // runBackwardLooped is runBackward in the looped form.
-func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err error) {
+func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy, m *horizonMasks) (err error) {
 	P, T, n, k := pol.Problems, pol.Steps, pol.States, pol.Controls
 	tp := sv.engine.NewTape(false)
 	defer tp.Release()
@@ -518,9 +543,13 @@ func (sv *Solver) runBackwardLooped(thetaT *tensors.Tensor, pol *Policy) (err er
 		theta := tp.Input(thetaFlat, len(sv.sym.Spec.Params), []int{P, 1}, false)
 		one := []int{P, 1}
 		X, U, Lprev := tp.Series(pol.Xbar, T+1, n, one, false), tp.Series(pol.Ubar, T, k, one, false), tp.Series(pol.Gain, T, k*n, one, false)
-		return sv.backwardFlow(tp, theta, X, U, Lprev)
+		var ends []*graph.Value
+		if m != nil {
+			ends = tp.Series(m.ends, T, 1, one, false)
+		}
+		return sv.backwardFlow(tp, theta, X, U, Lprev, ends)
 	}
-	if err := tp.Precompile(fmt.Sprintf("backward P%d T%d", P, T), func(dry *graph.Tape) { flow(dry) }); err != nil {
+	if err := tp.Precompile(fmt.Sprintf("backward P%d T%d horizons %t", P, T, m != nil), func(dry *graph.Tape) { flow(dry) }); err != nil {
 		return fmt.Errorf("iLQG backward pass: %w", err)
 	}
 	gains := flow(tp)

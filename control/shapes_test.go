@@ -166,7 +166,7 @@ func TestSolveXLAOneRolloutShape(t *testing.T) {
 	thetaT := graph.NewTensor(transpose([][]float64{theta}), len(spec.Params), 1, 1)
 	compiles := func(alphas []float64) int {
 		before := sx.engine.Stats().Compiles
-		_, _, _, err := sx.runRollout(thetaT, spec.X0, pols[1], alphas)
+		_, _, _, err := sx.runRollout(thetaT, spec.X0, pols[1], alphas, nil)
 		require.NoError(t, err)
 		return sx.engine.Stats().Compiles - before
 	}

@@ -1,0 +1,128 @@
+package control
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/nioc-gpu/nioc-gpu/models"
+)
+
+// Problems of their own horizons in one padded solve.
+//
+// Trials of their own length (models.HorizonTrial) make an agent that plans over each trial's
+// length: one iLQG problem per horizon. Where programs compile (XLA), a solver per horizon
+// compiles its rollout and backward pass again (seconds each), and so does a simulation of
+// each length. SolveHorizons instead solves problems of different horizons together, padded
+// to one number of steps: problem p's rollout holds its state after its horizon T_p (control
+// 0, no cost), so that its final cost is paid at x_{T_p}, and its backward pass starts again
+// from that final cost at step T_p − 1 (Linearized.Ends). Its steps before T_p are then those
+// of a solve over T_p alone, and so are the states a simulation under it reaches by T_p,
+// whatever follows (simulations are causal).
+
+// horizonMasks are the per-step inputs of a solve whose problems end at their own horizons:
+// running [T][P] is 1 while a problem's horizon lasts (t < T_p), else 0; ends [T][P] is 1 at
+// t = T_p − 1 for the problems that end before the last step.
+type horizonMasks struct {
+	running, ends []float64
+}
+
+// masks returns the masks of horizons (one per problem, 1 ≤ T_p ≤ the solver's steps).
+func (sv *Solver) masks(horizons []int, P int) (*horizonMasks, error) {
+	if len(horizons) != P {
+		return nil, fmt.Errorf("%d horizons for %d problems", len(horizons), P)
+	}
+	if !sv.looped() {
+		return nil, fmt.Errorf("problems of their own horizons need the looped form")
+	}
+	if sv.opts.Planner != models.PlannerFull {
+		return nil, fmt.Errorf("problems of their own horizons need the fully observable planner, not %q", sv.opts.Planner)
+	}
+	T := sv.steps
+	m := &horizonMasks{running: make([]float64, T*P), ends: make([]float64, T*P)}
+	for p, h := range horizons {
+		if h < 1 || h > T {
+			return nil, fmt.Errorf("problem %d's horizon is %d steps: it must be 1…%d", p, h, T)
+		}
+		for t := range h {
+			m.running[t*P+p] = 1
+		}
+		if h < T {
+			m.ends[(h-1)*P+p] = 1
+		}
+	}
+	return m, nil
+}
+
+// SolveHorizons is SolveIterations for problems that plan over horizons of their own:
+// problem p over horizons[p] steps, 1 ≤ horizons[p] ≤ the solver's steps T. Its policy has T
+// steps for every problem; those of problem p before horizons[p] are the policy a solver of
+// horizons[p] steps gives it (to the last bits that XLA rounds in another shape), and after
+// them its nominal state stays at x_{T_p} and the rest is padding, of no meaning. Its Cost is
+// the cost over its own horizon. maxIter 0 means the solver's MaxIter (Solve), else it stops
+// as SolveIterations does. It needs the looped form (XLA's default) and the fully observable
+// planner.
+func (sv *Solver) SolveHorizons(theta, x0 [][]float64, horizons []int, maxIter int) (*Policy, error) {
+	if horizons == nil {
+		return nil, fmt.Errorf("SolveHorizons needs one horizon per problem")
+	}
+	if maxIter == 0 {
+		maxIter = sv.opts.MaxIter
+	}
+	return sv.solve(theta, x0, maxIter, horizons)
+}
+
+// SolvesHorizons reports whether the solver can solve problems of their own horizons
+// together (SolveHorizons): in the looped form, with the fully observable planner.
+func (sv *Solver) SolvesHorizons() bool {
+	return sv.looped() && sv.opts.Planner == models.PlannerFull
+}
+
+// PadHorizon returns the number of steps a solve of problems with horizons up to T runs
+// (SolveHorizons), so that nearby longest horizons share compiled programs: T rounded up to a
+// multiple of a quarter of the largest power of two below it, or of 8 (50 → 56, 100 → 112,
+// 200 → 224; from 32 steps on at most a quarter more than T). It panics if T < 1.
+func PadHorizon(T int) int {
+	if T < 1 {
+		panic(fmt.Sprintf("control: horizon %d", T))
+	}
+	step := 8
+	if T > 1 {
+		if q := 1 << (bits.Len(uint(T-1)) - 1) / 4; q > step {
+			step = q
+		}
+	}
+	return (T + step - 1) / step * step
+}
+
+// Subset returns the solution of the problems idx (in that order) alone, as Problem does for
+// one: their control laws and costs, Iterations and the length of CostTrace the batch's. It
+// panics if an index is out of range.
+func (p *Policy) Subset(idx []int) *Policy {
+	for _, i := range idx {
+		if i < 0 || i >= p.Problems {
+			panic(fmt.Sprintf("control: problem %d of a solution of %d problems", i, p.Problems))
+		}
+	}
+	pick := func(a []float64) []float64 {
+		rows := len(a) / p.Problems
+		out := make([]float64, rows*len(idx))
+		for r := range rows {
+			for j, i := range idx {
+				out[r*len(idx)+j] = a[r*p.Problems+i]
+			}
+		}
+		return out
+	}
+	q := *p
+	q.Problems = len(idx)
+	q.Xbar, q.Ubar, q.Gain, q.Offset, q.Hessian, q.Cost = pick(p.Xbar), pick(p.Ubar), pick(p.Gain), pick(p.Offset), pick(p.Hessian), pick(p.Cost)
+	q.CostTrace = make([][]float64, len(p.CostTrace))
+	for j, c := range p.CostTrace {
+		q.CostTrace[j] = pick(c)
+	}
+	q.Converged = make([]bool, len(idx))
+	for j, i := range idx {
+		q.Converged[j] = p.Converged[i]
+	}
+	return &q
+}

@@ -1,0 +1,60 @@
+package likelihood
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSimulateHorizonsXLA: on XLA's CPU plugin an agent whose trials have lengths of their own
+// is solved for all of them at once, padded to control.PadHorizon of the longest (one solver,
+// where the Go backend makes one per length), and its trials equal the Go backend's, for the
+// likelihood's agent, one without policy noise and one stopped after two iterations. Skipped
+// without a plugin.
+func TestSimulateHorizonsXLA(t *testing.T) {
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	require.NoError(t, err)
+	bg, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	lengths := []int{6, 9, 7, 9, 12}
+	var es [2]*Evaluator
+	for i, b := range []backends.Backend{bg, bx} {
+		es[i], err = New(m, b, Options{FitTemperature: true})
+		require.NoError(t, err)
+	}
+	natural, _ := testTheta(m.Spec())
+	th := append(append([]float64(nil), natural...), 3*m.Spec().Temperature)
+	th2 := append([]float64(nil), th...)
+	th2[0] *= 2
+	for _, v := range []AgentVariant{{}, {NoPolicyNoise: true}, {PlannerIterations: 2}} {
+		var out [2][][][][]float64
+		for i, e := range es {
+			out[i], err = e.SimulateVariantTrials([][]float64{th, th2}, lengths, nil, 4, v)
+			require.NoError(t, err)
+		}
+		for p := range out[0] {
+			for j, tr := range out[0][p] {
+				require.Len(t, out[1][p][j], lengths[j]+1, "%s: θ %d trial %d", v, p, j)
+				for s, x := range tr {
+					for i := range x {
+						assert.InDelta(t, x[i], out[1][p][j][s][i], 1e-9*math.Max(1, math.Abs(x[i])), "%s: θ %d trial %d step %d", v, p, j, s)
+					}
+				}
+			}
+		}
+	}
+	assert.Len(t, es[0].solvers, 4, "the Go backend: a solver per length")
+	assert.Len(t, es[1].solvers, 1, "XLA: one solver for every length")
+	assert.Contains(t, es[1].solvers, control.PadHorizon(12))
+}
