@@ -102,12 +102,8 @@ func TestSolveHorizons(t *testing.T) {
 // TestSolveHorizonsXLA is TestSolveHorizons on XLA's CPU plugin, against the Go backend's
 // solvers of each horizon. Skipped without a plugin.
 func TestSolveHorizonsXLA(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
+	bx, _ := xlaAndGo(t)
 	thetas, horizons, alone := horizonCase(t)
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
 	m, spec, _ := taskDefaults(t, "pendulum")
 	sv, err := NewSolver(m, 12, bx, SolverOptions{Planner: spec.Planner})
 	require.NoError(t, err)

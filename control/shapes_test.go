@@ -96,13 +96,7 @@ func TestSimulateNoiseFree(t *testing.T) {
 // SimChunk (two chunks here, the second padded) and agents with and without policy noise
 // share one compiled program; the states equal the Go backend's. Skipped without a plugin.
 func TestSimulateXLAChunks(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
-	bg, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	m, spec, theta := taskDefaults(t, "pendulum")
 	sv, err := NewSolver(m, 10, bg, SolverOptions{Planner: spec.Planner})
 	require.NoError(t, err)
@@ -139,13 +133,7 @@ func TestSimulateXLAChunks(t *testing.T) {
 // line search's shape (K candidates), so a solve compiles one rollout, not two; its policy
 // equals the Go backend's. Skipped without a plugin.
 func TestSolveXLAOneRolloutShape(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
-	bg, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	m, spec, theta := taskDefaults(t, "pendulum")
 	var pols [2]*Policy
 	var sx *Solver
@@ -171,4 +159,18 @@ func TestSolveXLAOneRolloutShape(t *testing.T) {
 		return sx.engine.Stats().Compiles - before
 	}
 	assert.Positive(t, compiles([]float64{0}), "the solve compiled no rollout of one candidate")
+}
+
+// xlaAndGo returns XLA's CPU plugin and the Go backend, and skips the test where no plugin
+// is installed (make xla-cpu).
+func xlaAndGo(t *testing.T) (bx, bg backends.Backend) {
+	t.Helper()
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	require.NoError(t, err)
+	bg, err = graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	return bx, bg
 }

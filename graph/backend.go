@@ -33,8 +33,8 @@ const (
 	// EnvTraceCalls set to 1 writes a line to stderr for every program call of a looped Flow
 	// (Engine): the program's name, its first input's dimensions and the call's wall time, to
 	// see on a device which calls cost what, and one for every program an Engine compiles
-	// (its name and the seconds its compile took) (docs/backends.md, "Where a call's time
-	// goes").
+	// (its name and the seconds its compile took); set to "compiles", the compiles' lines
+	// alone (docs/backends.md, "Where a call's time goes").
 	EnvTraceCalls = "NIOC_TRACE_CALLS"
 	// EnvFuseCalls set to off runs each map between two recursions of a looped Flow as a
 	// program of its own instead of each run of them as one (Engine.SetFusedCalls;

@@ -84,7 +84,7 @@ func (e *Engine) compile(p *stageProg, late bool) {
 		if p.rewrite != nil || p.tape == nil {
 			compileGraph(e.backend, p.g, p.rewrite, p.outputs...)
 		}
-		if traceCalls {
+		if traceCompiles {
 			fmt.Fprintf(os.Stderr, "nioc compile %-24s %9.3f s\n", p.name, time.Since(t0).Seconds())
 		}
 		e.mu.Lock()
@@ -461,8 +461,12 @@ func (b *stageBuilder) gradOut(i int, gs []*G.Node, acc bool) []*G.Node {
 	return parts
 }
 
-// traceCalls is EnvTraceCalls, read once.
-var traceCalls = os.Getenv(EnvTraceCalls) == "1"
+// traceCalls and traceCompiles are EnvTraceCalls, read once: 1 traces calls and compiles,
+// "compiles" compiles alone.
+var (
+	traceCalls    = os.Getenv(EnvTraceCalls) == "1"
+	traceCompiles = traceCalls || os.Getenv(EnvTraceCalls) == "compiles"
+)
 
 // traceCall writes one program call to stderr (EnvTraceCalls): its name, its first input's
 // dimensions and the wall time since start, results included.

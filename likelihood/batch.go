@@ -85,24 +85,10 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 			return ll, grad, err
 		}
 	}
-	trials, steps := b.Trials, 0
-	for _, r := range rows {
-		if b.Trials <= 0 {
-			trials = max(trials, len(r))
-		}
-		for _, tr := range r {
-			steps = max(steps, len(tr)-1)
-		}
-	}
-	maxBatch := b.MaxBatch
-	if maxBatch <= 0 {
-		maxBatch = DefaultMaxBatch
-	}
+	trials, steps, ladder, ideal := e.plan(rows, b)
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
-	ladder := chunkLadder(chunkMost(maxBatch, trials, host), b.Most, workers, slow, host)
-	ideal := ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
 	var chunk int
 	if !slow {
 		chunk, _ = e.chunks.choose(ideal, len(rows), workers, trials, steps, ladder, e.meanBuild(), false)
@@ -177,6 +163,29 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 		}
 	}
 	return ll, grad, nil
+}
+
+// plan returns the trials every row of a call of rows is padded to, its most steps, the chunk
+// sizes EvalRows chooses from (chunkLadder) and the ideal one for the call (chunkRows).
+func (e *Evaluator) plan(rows [][][][]float64, b Batching) (trials, steps int, ladder []int, ideal int) {
+	trials = b.Trials
+	for _, r := range rows {
+		if b.Trials <= 0 {
+			trials = max(trials, len(r))
+		}
+		for _, tr := range r {
+			steps = max(steps, len(tr)-1)
+		}
+	}
+	maxBatch := b.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	slow := graph.CompilesSlowly(e.Backend())
+	host := runsOnHost(e.Backend())
+	ladder = chunkLadder(chunkMost(maxBatch, trials, host), b.Most, workers, slow, host)
+	return trials, steps, ladder, ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
 }
 
 // runsOnHost is graph.RunsOnHost, a variable so that tests run XLA's CPU plugin as an

@@ -112,3 +112,16 @@ func (p *chunkPlanner) done(rows, trials, steps int, d time.Duration, fresh bool
 	s.runs++
 	s.mean += (d.Seconds() - s.mean) / float64(s.runs)
 }
+
+// startBuild marks size rows as building in the background and reports true, unless it is
+// built or building already (then false: nothing to start).
+func (p *chunkPlanner) startBuild(rows, trials, steps int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats(chunkKey{rows, trials, steps})
+	if s.built || s.building {
+		return false
+	}
+	s.building = true
+	return true
+}

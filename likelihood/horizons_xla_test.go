@@ -6,7 +6,6 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/control"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,13 +17,7 @@ import (
 // likelihood's agent, one without policy noise and one stopped after two iterations. Skipped
 // without a plugin.
 func TestSimulateHorizonsXLA(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
-	bg, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	m, err := models.Get("pendulum")
 	require.NoError(t, err)
 	lengths := []int{6, 9, 7, 9, 12}

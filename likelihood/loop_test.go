@@ -97,13 +97,7 @@ func TestLoopedEqualsUnrolled(t *testing.T) {
 // that it takes far fewer calls than one step per call. It runs where a plugin is installed
 // (make xla-cpu) and is skipped otherwise.
 func TestWhileLoopsEqualUnrolled(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
-	bg, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	configs := []Options{loopConfigs[0], loopConfigs[1], loopConfigs[4], loopConfigs[5], loopConfigs[8]}
 	for _, name := range []string{"reaching", "cartpole", "lightdark"} {
 		m, err := models.Get(name)

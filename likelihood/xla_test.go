@@ -18,13 +18,7 @@ import (
 // (unrolled). It runs where a plugin is installed (make xla-cpu) and is skipped otherwise. The
 // horizon is short to keep the compiles few and quick.
 func TestXLAEqualsGo(t *testing.T) {
-	if _, err := graph.FindPlugin("cpu"); err != nil {
-		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
-	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	require.NoError(t, err)
-	bg, err := graph.NewBackend(graph.BackendGo)
-	require.NoError(t, err)
+	bx, bg := xlaAndGo(t)
 	for _, name := range []string{"linear", "pendulum"} {
 		m, err := models.Get(name)
 		require.NoError(t, err)
@@ -55,4 +49,18 @@ func TestXLAEqualsGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// xlaAndGo returns XLA's CPU plugin and the Go backend, and skips the test where no plugin
+// is installed (make xla-cpu).
+func xlaAndGo(t *testing.T) (bx, bg backends.Backend) {
+	t.Helper()
+	if _, err := graph.FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	require.NoError(t, err)
+	bg, err = graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	return bx, bg
 }

@@ -266,11 +266,15 @@ out=$OUT/$step.md
 	sample)
 		# SAMPLE_CHAINS: chains per subject, a list (e.g. 4,16: on a GPU more chains cost little,
 		# 40 and 500 rows 22 and 75 ms an evaluation on the H100 on 2026-11-27).
+		# Each program's compile is traced (NIOC_TRACE_CALLS=compiles) and their seconds summed:
+		# the wall time holds them (the sampler's own shape compiles beside the climbs since
+		# 2026-11-28, likelihood.Evaluator.Prebuild).
 		chains=${SAMPLE_CHAINS:-4}
 		for c in ${chains//,/ }; do
 			echo "## $c chains a subject"
 			echo
-			bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" -chains "$c" || echo "failed: exit $?"
+			NIOC_TRACE_CALLS=compiles bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" -chains "$c" 2>&1 |
+				awk '/^nioc compile/ { n++; s += $(NF-1); next } { print } END { printf "\n%d programs compiled, %.1f s of compiles (concurrent ones overlap)\n", n, s }' || echo "failed: exit $?"
 		done
 		;;
 	blocks)

@@ -160,6 +160,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	if f.init == initFit {
+		sampler.Prebuild(ioc.Subjects(set, k, n)) // on a GPU the sampler's programs compile while the fit runs
 		if f.init, err = fitForSample(e, set, k, n, f.fitRestarts, f.seed, parseNames(sf.infer), fixed, sf.maxBatch, sf.out, sf.resume, sf.quiet, stderr); err != nil {
 			return err
 		}

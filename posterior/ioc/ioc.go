@@ -270,6 +270,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 		trials = max(trials, len(sub.Trials))
 	}
 	together := sampledTogether(s.opts.Together, s.opts.MaxBatch, trials, s.opts.Chains, len(subjects))
+	s.Prebuild(subjects) // compiles beside the climbs, on a GPU
 	start := time.Now()
 	evals, done := 0, 0
 	for first := 0; first < len(subjects); first += together {
@@ -328,6 +329,35 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 		}
 	}
 	return nil
+}
+
+// Prebuild starts compiling, in the background, the programs of the likelihood calls with
+// which Sample will sample the first of subjects sampled together (their chains' rows), where
+// that helps: on an accelerator (likelihood.Evaluator.Prebuild). `sample` calls it before it
+// fits the subjects for --init fit, so that on a GPU the sampler's shape compiles on host
+// cores while the fit runs on the device; Sample calls it before its climbs.
+func (s *Sampler) Prebuild(subjects []fit.Subject) {
+	trials := 0
+	for _, sub := range subjects {
+		trials = max(trials, len(sub.Trials))
+	}
+	if trials == 0 {
+		return
+	}
+	together := sampledTogether(s.opts.Together, s.opts.MaxBatch, trials, s.opts.Chains, len(subjects))
+	lo, hi := s.sel.Bounds()
+	mid := make([]float64, len(lo))
+	for i := range mid {
+		mid[i] = (lo[i] + hi[i]) / 2
+	}
+	var rows [][][][]float64
+	var thetas [][]float64
+	for _, sub := range subjects[:together] {
+		for range s.opts.Chains {
+			rows, thetas = append(rows, sub.Trials), append(thetas, s.sel.Full(mid))
+		}
+	}
+	s.e.Prebuild(rows, thetas, likelihood.Batching{Trials: trials, MaxBatch: s.opts.MaxBatch, Most: together * s.opts.Chains, Keep: true})
 }
 
 // sampledTogether returns the subjects sampled together: together if it is set, else as many
