@@ -91,10 +91,10 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	host := runsOnHost(e.Backend())
 	var chunk int
 	if !slow {
-		chunk, _ = e.chunks.choose(ideal, len(rows), workers, trials, steps, ladder, e.meanBuild(), false)
+		chunk, _ = e.chunks.choose(ideal, len(rows), workers, trials, steps, ladder, e.meanBuild(), false, false)
 	} else {
 		var start bool
-		chunk, start = e.chunks.choose(ideal, len(rows), rungWorkers(workers, slow, host), trials, steps, ladder, e.shapeBuild(), true)
+		chunk, start = e.chunks.choose(ideal, len(rows), rungWorkers(workers, slow, host), trials, steps, ladder, e.shapeBuild(), true, !host)
 		if start {
 			e.buildChunk(ideal, rows, theta, trials, steps)
 		}

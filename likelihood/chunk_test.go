@@ -108,7 +108,7 @@ func TestChunkMost(t *testing.T) {
 // never used.
 func TestChunkPlannerRentsThenBuilds(t *testing.T) {
 	choose := func(p *chunkPlanner, ideal, rows, steps int, background bool) (int, bool) {
-		return p.choose(ideal, rows, 2, 50, steps, []int{5, 1}, 300*time.Millisecond, background)
+		return p.choose(ideal, rows, 2, 50, steps, []int{5, 1}, 300*time.Millisecond, background, false)
 	}
 	for _, background := range []bool{false, true} {
 		t.Run(fmt.Sprint("background ", background), func(t *testing.T) {
@@ -155,6 +155,38 @@ func TestChunkPlannerRentsThenBuilds(t *testing.T) {
 		c, start := choose(&p, 1, 2, 50, true)
 		assert.Equal(t, []any{5, false}, []any{c, start})
 	}
+}
+
+// TestChunkPlannerAnySize: on an accelerator (anySize) a call whose ladder has no built size
+// larger than its ideal one pads into the smallest larger size built for another ladder (the
+// fit's, say), rents it as TestChunkPlannerRentsThenBuilds does and builds its own size in the
+// background once the padding has cost a build; without anySize it builds its own at once,
+// and a size of other trials or steps never counts.
+func TestChunkPlannerAnySize(t *testing.T) {
+	var p chunkPlanner
+	for _, size := range []int{150, 40} { // sizes of other ladders, built and timed
+		p.done(size, 20, 50, 5*time.Second, true)
+		p.done(size, 20, 50, 40*time.Millisecond, false)
+	}
+	p.done(12, 30, 50, 5*time.Second, true) // other trials
+	p.done(12, 30, 50, 10*time.Millisecond, false)
+	choose := func(ideal int, anySize bool) (int, bool) {
+		return p.choose(ideal, ideal, 1, 20, 50, []int{ideal, 1}, 300*time.Millisecond, true, anySize)
+	}
+	c, start := choose(10, false)
+	assert.Equal(t, []any{10, false}, []any{c, start}, "its own ladder only: compile")
+	// 10 rows padded into 40 (40 ms) against 10 ms for its own: 30 ms wasted a call, so the
+	// tenth call (0.3 s) starts its build.
+	for call := 1; call <= 9; call++ {
+		c, start = choose(10, true)
+		assert.Equal(t, []any{40, false}, []any{c, start}, "call %d pads into the smallest larger size", call)
+	}
+	c, start = choose(10, true)
+	assert.Equal(t, []any{40, true}, []any{c, start}, "then starts its own build")
+	c, start = choose(45, true)
+	assert.Equal(t, []any{150, false}, []any{c, start}, "45 rows pad into 150")
+	c, start = choose(200, true)
+	assert.Equal(t, []any{200, false}, []any{c, start}, "no larger size built")
 }
 
 // TestSmallChunksBuildInTheBackground runs XLA's CPU plugin as an accelerator: once padding

@@ -49,8 +49,11 @@ func (p *chunkPlanner) stats(k chunkKey) *chunkStats {
 // padding has cost as much as build, the mean time of a build. Then it returns ideal, to be
 // built by the call that runs it, or, with background, the larger size still and start: the
 // caller builds ideal beside the calls that follow (built marks it built), which pad into
-// the larger size until it is.
-func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []int, build time.Duration, background bool) (chunk int, start bool) {
+// the larger size until it is. With anySize, a larger size built for another ladder (another
+// caller's, as a sampler's Laplace approximation after its fit) counts too: on an
+// accelerator, where a chunk of a few rows costs what one of hundreds does and a size costs
+// a compile of tens of seconds, a few calls of a new size pad instead of compiling it.
+func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []int, build time.Duration, background, anySize bool) (chunk int, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := p.stats(chunkKey{ideal, trials, steps})
@@ -61,6 +64,13 @@ func (p *chunkPlanner) choose(ideal, rows, workers, trials, steps int, ladder []
 	for _, c := range ladder {
 		if c > ideal && p.stats(chunkKey{c, trials, steps}).built && p.stats(chunkKey{c, trials, steps}).runs > 0 {
 			larger = c
+		}
+	}
+	if anySize {
+		for k, st := range p.sizes {
+			if k.trials == trials && k.steps == steps && k.rows > ideal && (larger == 0 || k.rows < larger) && st.built && st.runs > 0 {
+				larger = k.rows
+			}
 		}
 	}
 	if larger == 0 {
