@@ -93,7 +93,7 @@ func TestSimulateNoiseFree(t *testing.T) {
 }
 
 // TestSimulateXLAChunks: on XLA's CPU plugin the simulation runs its trials in chunks of
-// SimChunk (two chunks here, the second padded) and agents with and without policy noise
+// SimChunk (two chunks of 256 here, the second padded) and agents with and without policy noise
 // share one compiled program; the states equal the Go backend's. Skipped without a plugin.
 func TestSimulateXLAChunks(t *testing.T) {
 	bx, bg := xlaAndGo(t)
@@ -102,7 +102,7 @@ func TestSimulateXLAChunks(t *testing.T) {
 	require.NoError(t, err)
 	pol, err := sv.Solve([][]float64{theta}, nil)
 	require.NoError(t, err)
-	trials := SimChunk(bx) + 44
+	trials := SimChunk(bx, 1000) + 44
 	for _, temperature := range []float64{1, 0} {
 		var xs [2][][][]float64
 		for i, backend := range []backends.Backend{bg, bx} {
@@ -173,4 +173,13 @@ func xlaAndGo(t *testing.T) (bx, bg backends.Backend) {
 	bg, err = graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
 	return bx, bg
+}
+
+// TestSimChunk: on the host, 16 trials for calls of at most 16, else 256.
+func TestSimChunk(t *testing.T) {
+	bg, err := graph.NewBackend(graph.BackendGo) // runs on the host
+	require.NoError(t, err)
+	for _, c := range []struct{ M, want int }{{1, 16}, {16, 16}, {17, 256}, {250, 256}, {256, 256}, {1000, 256}} {
+		assert.Equal(t, c.want, SimChunk(bg, c.M), "%d trials", c.M)
+	}
 }

@@ -248,7 +248,7 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	var X []float64 // [T+1][n][P][M]
 	if opts.Form == "looped" || (opts.Form != "unrolled" && graph.CompilesSlowly(b)) {
 		if graph.CompilesSlowly(b) {
-			X, err = simulateInChunks(SimChunk(b), b, s, theta, pol, x0, v, w, xi, M, opts)
+			X, err = simulateInChunks(SimChunk(b, M), b, s, theta, pol, x0, v, w, xi, M, opts)
 		} else {
 			X, err = simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts)
 		}
@@ -489,16 +489,25 @@ func withIdentityHessians(pol *Policy) *Policy {
 }
 
 // SimChunk returns the number of trials one compiled simulation runs on a backend that
-// compiles (XLA), whatever a call asks for: 256 where XLA runs on the host (its CPU runtime
-// is fastest at a few hundred rows), 1,024 on an accelerator (where a call costs its latency).
-// A call's trials run in chunks of this size, the last padded, so that the simulations of a
-// fit (its bootstrap's draws × a subject's trials, its check's, every subject's number of
-// trials) share one program instead of compiling one each.
-func SimChunk(b backends.Backend) int {
-	if graph.RunsOnHost(b) {
-		return 256
+// compiles (XLA) for a call of M trials: on an accelerator 1,024 (a call costs its latency, a
+// shape a compile of seconds); where XLA runs on the host 256 (its CPU runtime is fastest at
+// a few hundred rows), or 16 for a call of at most 16 trials (one trial per problem when each
+// trial replans, a fit's simulations of a length few trials have), which would otherwise pad
+// many times over. A call's trials run in chunks of this size, the last padded, so that the
+// simulations of a fit (its bootstrap's draws × a subject's trials, its check's, every
+// subject's number of trials and every length's) share one or two programs instead of
+// compiling one each. It panics if M < 1.
+func SimChunk(b backends.Backend, M int) int {
+	if M < 1 {
+		panic(fmt.Sprintf("control: SimChunk of %d trials", M))
 	}
-	return 1024
+	switch {
+	case !graph.RunsOnHost(b):
+		return 1024
+	case M <= 16:
+		return 16
+	}
+	return 256
 }
 
 // simulateInChunks is simulateLooped over the M trials in chunks of c trials, the last
