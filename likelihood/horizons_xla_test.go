@@ -14,8 +14,8 @@ import (
 // TestSimulateHorizonsXLA: on XLA's CPU plugin an agent whose trials have lengths of their own
 // is solved for all of them at once, padded to control.PadHorizon of the longest (one solver,
 // where the Go backend makes one per length), and its trials equal the Go backend's, for the
-// likelihood's agent, one without policy noise and one stopped after two iterations. Skipped
-// without a plugin.
+// likelihood's agent, one without policy noise, one stopped after two iterations, and the
+// likelihood's again with trials of their own starts. Skipped without a plugin.
 func TestSimulateHorizonsXLA(t *testing.T) {
 	bx, bg := xlaAndGo(t)
 	m, err := models.Get("pendulum")
@@ -30,10 +30,19 @@ func TestSimulateHorizonsXLA(t *testing.T) {
 	th := append(append([]float64(nil), natural...), 3*m.Spec().Temperature)
 	th2 := append([]float64(nil), th...)
 	th2[0] *= 2
-	for _, v := range []AgentVariant{{}, {NoPolicyNoise: true}, {PlannerIterations: 2}} {
+	starts := make([][]float64, len(lengths)) // each trial its own start, planned from their mean
+	for j := range starts {
+		starts[j] = append([]float64(nil), m.Spec().X0...)
+		starts[j][0] += 0.05 * float64(j)
+	}
+	for c, v := range []AgentVariant{{}, {NoPolicyNoise: true}, {PlannerIterations: 2}, {}} {
+		var from [][]float64
+		if c == 3 {
+			from = starts
+		}
 		var out [2][][][][]float64
 		for i, e := range es {
-			out[i], err = e.SimulateVariantTrials([][]float64{th, th2}, lengths, nil, 4, v)
+			out[i], err = e.SimulateVariantTrials([][]float64{th, th2}, lengths, from, 4, v)
 			require.NoError(t, err)
 		}
 		for p := range out[0] {
