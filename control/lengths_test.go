@@ -111,3 +111,46 @@ func flat(trials [][][]float64) []float64 {
 	}
 	return out
 }
+
+// TestSimulateSubjectsXLA: on XLA, trials of several lengths are planned in one padded solve
+// (jointSolver: every horizon's policy has PadHorizon of the longest steps), planning once
+// or each trial from its own start (Replan), and every trajectory is the Go backend's, which
+// solves each horizon on its own, to 1e-9.
+func TestSimulateSubjectsXLA(t *testing.T) {
+	bx, bg := xlaAndGo(t)
+	m := models.LinearGaussian{}
+	spec := m.Spec()
+	thetas := [][]float64{spec.Defaults(), {1, 0.2, 0.05}, {0.01, 0.01, 1}}
+	lengths := [][]int{{5, 9}, {9, 9, 4}, {5, 12}}
+	seeds := []uint64{4, 8, 15}
+	sd := make([]float64, len(spec.X0))
+	for i := range sd {
+		sd[i] = 0.3
+	}
+	for _, c := range []struct {
+		name string
+		opts SimOptions
+	}{
+		{"planned once", SimOptions{Temperature: spec.Temperature}},
+		{"replanned", SimOptions{Temperature: spec.Temperature, StartSD: sd, Replan: true}},
+	} {
+		want, wantPols, err := SimulateSubjects(m, thetas, lengths, seeds, bg, SolverOptions{}, c.opts)
+		require.NoError(t, err, c.name)
+		got, pols, err := SimulateSubjects(m, thetas, lengths, seeds, bx, SolverOptions{}, c.opts)
+		require.NoError(t, err, c.name)
+		require.Len(t, pols, 4, c.name)
+		for h, pol := range pols {
+			assert.Equal(t, PadHorizon(12), pol.Steps, "%s: horizon %d solved with the others", c.name, h)
+			assert.Equal(t, wantPols[h].Problems, pol.Problems, "%s: horizon %d", c.name, h)
+			assert.Equal(t, wantPols[h].Converged, pol.Converged, "%s: horizon %d", c.name, h)
+			assert.InDeltaSlice(t, wantPols[h].Cost, pol.Cost, 1e-9, "%s: horizon %d's cost over its own steps", c.name, h)
+		}
+		for s := range thetas {
+			require.Len(t, got[s], len(lengths[s]), c.name)
+			for r, T := range lengths[s] {
+				require.Len(t, got[s][r], T+1, "%s: subject %d trial %d", c.name, s, r)
+			}
+			assert.InDeltaSlice(t, flat(want[s]), flat(got[s]), 1e-9, "%s: subject %d", c.name, s)
+		}
+	}
+}

@@ -119,9 +119,11 @@ func TestSimulateXLAChunks(t *testing.T) {
 			}
 		}
 	}
-	engines := 0
+	sym, err := models.Derive(m)
+	require.NoError(t, err)
+	engines := 0 // this model's on bx: other tests share both
 	simEngines.Range(func(key, _ any) bool {
-		if strings.HasPrefix(key.(string), fmt.Sprintf("%p|", bx)) {
+		if strings.HasPrefix(key.(string), fmt.Sprintf("%p|%p|", bx, sym)) {
 			engines++
 		}
 		return true
