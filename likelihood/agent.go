@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -92,32 +91,12 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 		}
 	}
 	hs := slices.Sorted(maps.Keys(horizons))
-	together, err := e.solveHorizons(model, from, hs, v)
+	pols, err := e.agentPlans(model, from, hs, v)
 	if err != nil {
 		return nil, err
 	}
-	for hi, h := range hs {
-		var pol *control.Policy
-		if together != nil { // horizon hi's problems, padded (control.SolveHorizons)
-			idx := make([]int, len(model))
-			for i := range idx {
-				idx[i] = hi*len(model) + i
-			}
-			pol = together.Subset(idx)
-		} else {
-			sv, err := e.solverFor(h)
-			if err != nil {
-				return nil, err
-			}
-			if v.PlannerIterations > 0 {
-				pol, err = sv.SolveIterations(model, from, v.PlannerIterations)
-			} else {
-				pol, err = sv.Solve(model, from)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
+	for _, h := range hs {
+		pol := pols[h]
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
 			Temperature: e.opts.Temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
 		if starts != nil {
@@ -150,33 +129,6 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 		}
 	}
 	return out, nil
-}
-
-// solveHorizons solves the agents of model (one per θ) over each of the horizons hs together,
-// padded to control.PadHorizon of the longest (control.SolveHorizons: problem h·len(model) + i
-// is θ_i over hs[h]), where programs compile (XLA) and there are several horizons: one
-// solver's and one simulation's programs then serve every length of trial instead of one
-// each. It returns nil where the agents are solved a horizon at a time: on backends that
-// compile quickly, for one horizon, or with a planner SolveHorizons does not take.
-func (e *Evaluator) solveHorizons(model, from [][]float64, hs []int, v AgentVariant) (*control.Policy, error) {
-	if len(hs) < 2 || !graph.CompilesSlowly(e.backend) {
-		return nil, nil
-	}
-	sv, err := e.solverFor(control.PadHorizon(hs[len(hs)-1]))
-	if err != nil || !sv.SolvesHorizons() {
-		return nil, err
-	}
-	var problems, starts [][]float64
-	var horizons []int
-	for _, h := range hs {
-		for i, th := range model {
-			problems, horizons = append(problems, th), append(horizons, h)
-			if from != nil {
-				starts = append(starts, from[i])
-			}
-		}
-	}
-	return sv.SolveHorizons(problems, starts, horizons, v.PlannerIterations)
 }
 
 func finite(tr [][]float64) bool {

@@ -222,6 +222,7 @@ type Evaluator struct {
 
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
+	plans   planCache               // the simulated agents' recent solutions (agentPlans)
 	chunks  chunkPlanner            // EvalRows' chunk sizes on the Go backend
 	kept    dataCache               // EvalRows' kept chunks (Batching.Keep)
 	flat    flatGraphs              // TrialScores' graphs declared for flat chunks (FlatChunks)

@@ -2,6 +2,8 @@ package likelihood
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
@@ -165,4 +167,48 @@ func TestSimulateAgentFromStarts(t *testing.T) {
 	assert.Greater(t, maxAbsDiff(plain[0], got[0]), 1e-3, "other starts give other trials")
 	_, err = e.SimulateAgentTrials([][]float64{theta}, lengths, starts[:2], seed)
 	assert.ErrorContains(t, err, "2 initial states for 3 trials")
+}
+
+// TestAgentPlansSolvedOnce: the bootstrap's five default agents and the check's, simulated at
+// once at one θ (as fit does for a subject), need two iLQG solutions — to convergence and
+// stopped after 10 iterations — and get each trial to the bit as an evaluator that solves for
+// every simulation alone; a simulation that changes its policy (the fitted temperature's noise
+// scale) leaves the kept solution as it was, so the same call twice gives the same trials.
+func TestAgentPlansSolvedOnce(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	spec := m.Spec()
+	e, err := New(m, b, Options{FitTemperature: true})
+	require.NoError(t, err)
+	theta := append(spec.Defaults(), 0.3)
+	lengths := []int{spec.Steps, spec.Steps - 5, spec.Steps}
+	variants := []AgentVariant{{}, {NoPolicyNoise: true}, {PlannerIterations: 10}, {NoFeedForward: true},
+		{NoPolicyNoise: true, PlannerIterations: 10, NoFeedForward: true}, {}}
+	got := make([][][][][]float64, len(variants))
+	errs := make([]error, len(variants))
+	var wg sync.WaitGroup
+	for i, v := range variants {
+		wg.Go(func() { got[i], errs[i] = e.SimulateVariantTrials([][]float64{theta}, lengths, nil, uint64(7+i), v) })
+	}
+	wg.Wait()
+	assert.Equal(t, 2, e.plans.solves, "one solve to convergence, one stopped after 10 iterations")
+	for i, v := range variants {
+		require.NoError(t, errs[i], v.String())
+		alone, err := New(m, b, Options{FitTemperature: true})
+		require.NoError(t, err)
+		want, err := alone.SimulateVariantTrials([][]float64{theta}, lengths, nil, uint64(7+i), v)
+		require.NoError(t, err)
+		assert.Equal(t, want, got[i], "%s: as solved alone", v)
+		again, err := e.SimulateVariantTrials([][]float64{theta}, lengths, nil, uint64(7+i), v)
+		require.NoError(t, err)
+		assert.Equal(t, want, again, "%s: the kept solution unchanged by the simulations", v)
+	}
+	assert.Equal(t, 2, e.plans.solves)
+	other := slices.Clone(theta)
+	other[0] *= 1.5
+	_, err = e.SimulateVariantTrials([][]float64{other}, lengths, nil, 7, AgentVariant{})
+	require.NoError(t, err)
+	assert.Equal(t, 3, e.plans.solves, "another θ is another problem")
 }
