@@ -70,6 +70,10 @@ func TestCLISampleFigures(t *testing.T) {
 			r := cliRun(t, append(append(a, "--data", data, "--out", out), tc.args...)...)
 			cliRequireFail(t, r, tc.code, tc.msgs...)
 			cliNoFile(t, out)
+			// with --init fit, refused before the fit runs (it would write out/fit.jsonl)
+			r = cliRun(t, append(append(a, "--data", data, "--out", out, "--init", "fit", "--fit-restarts", "2"), tc.args...)...)
+			cliRequireFail(t, r, tc.code, tc.msgs...)
+			cliNoFile(t, out)
 		})
 	}
 }

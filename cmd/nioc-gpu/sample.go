@@ -159,6 +159,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := ff.check(sampler.Selection().Spec(), m, sf.out, ioc.Subjects(set, k, n), stderr); err != nil {
+		return err
+	}
 	if f.init == initFit {
 		sampler.Prebuild(ioc.Subjects(set, k, n)) // on a GPU the sampler's programs compile while the fit runs
 		if f.init, err = fitForSample(e, set, k, n, f.fitRestarts, f.seed, parseNames(sf.infer), fixed, sf.maxBatch, sf.out, sf.resume, sf.quiet, stderr); err != nil {
@@ -203,7 +206,7 @@ func sampleData(sampler *ioc.Sampler, m models.Model, set *data.Set, sf *subject
 			return err
 		}
 	}
-	figs, err := ff.parse(spec, m, sampler, sf.out, f.seed, subjects, stderr)
+	figs, err := ff.parse(m, sampler, f.seed, subjects)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ type figureFlags struct {
 	plots            bool
 	truth, truthFile string
 	ppc, ppcDraws    int
+	figs             *sampleFigures // check's: the truths to mark; nil with --plots=false
 }
 
 func (ff *figureFlags) register(fs *flag.FlagSet) {
@@ -36,40 +37,41 @@ type sampleFigures struct {
 	trials map[string][][][]float64 // the subjects' data, for the check
 }
 
-// parse checks the flags against the sampler's parameters (spec, temperature included when
-// sampled) and returns what draws the figures, nil with --plots=false. m is the task,
-// subjects those to sample, seed the sampler's.
-func (ff *figureFlags) parse(spec models.Spec, m models.Model, sampler *ioc.Sampler, dir string, seed uint64, subjects []fit.Subject, stderr io.Writer) (*sampleFigures, error) {
+// check checks the flags against the sampler's parameters (spec, temperature included when
+// sampled) and reads --truth-file for subjects, before any work: a flag that cannot be
+// honoured fails at once, not after the fit that --init fit runs first. m is the task, dir
+// the output directory.
+func (ff *figureFlags) check(spec models.Spec, m models.Model, dir string, subjects []fit.Subject, stderr io.Writer) error {
 	switch {
 	case ff.ppc < 0:
-		return nil, usagef("--ppc must be >= 0 trials, got %d", ff.ppc)
+		return usagef("--ppc must be >= 0 trials, got %d", ff.ppc)
 	case ff.ppcDraws < 1:
-		return nil, usagef("--ppc-draws must be >= 1, got %d", ff.ppcDraws)
+		return usagef("--ppc-draws must be >= 1, got %d", ff.ppcDraws)
 	case !ff.plots && (ff.ppc > 0 || ff.truth != "" || ff.truthFile != ""):
-		return nil, usagef("--plots=false draws no figures: leave out --ppc, --truth and --truth-file")
+		return usagef("--plots=false draws no figures: leave out --ppc, --truth and --truth-file")
 	}
 	names, vals, err := parseAssignments(ff.truth, "truth")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sf := &sampleFigures{dir: dir, truth: map[string]float64{}}
 	for i, n := range names {
 		idx := paramIndex(spec, n)
 		if idx < 0 {
-			return nil, usagef("--truth: task %s has no parameter %q; its parameters are %s", spec.Name, n, strings.Join(spec.ParamNames(), ", "))
+			return usagef("--truth: task %s has no parameter %q; its parameters are %s", spec.Name, n, strings.Join(spec.ParamNames(), ", "))
 		}
 		if err := spec.Params[idx].Validate(vals[i]); err != nil {
-			return nil, usagef("--truth: %v", err)
+			return usagef("--truth: %v", err)
 		}
 		sf.truth[n] = vals[i]
 	}
 	if !ff.plots {
-		return nil, nil
+		return nil
 	}
 	if ff.truthFile != "" {
 		truth, _, err := study.ReadTruth(ff.truthFile, m.Spec())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sf.byID = map[string]map[string]float64{}
 		var missing []string
@@ -88,6 +90,18 @@ func (ff *figureFlags) parse(spec models.Spec, m models.Model, sampler *ioc.Samp
 			fmt.Fprintf(stderr, "--truth-file: %s has no set %s: no truth marked for those subjects\n", ff.truthFile, strings.Join(missing, ", "))
 		}
 	}
+	ff.figs = sf
+	return nil
+}
+
+// parse returns what draws the figures of the subjects sampled by sampler (seed its seed),
+// nil with --plots=false; check must have passed.
+func (ff *figureFlags) parse(m models.Model, sampler *ioc.Sampler, seed uint64, subjects []fit.Subject) (*sampleFigures, error) {
+	sf := ff.figs
+	if sf == nil {
+		return nil, nil
+	}
+	var err error
 	if ff.ppc > 0 {
 		if sf.check, err = sampler.Predictive(ioc.PPCOptions{Model: m, Trials: ff.ppc, Draws: ff.ppcDraws, Seed: seed}); err != nil {
 			return nil, usageError{err}
