@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -75,6 +77,77 @@ func (sv *Solver) SolveHorizons(theta, x0 [][]float64, horizons []int, maxIter i
 // together (SolveHorizons): in the looped form, with the fully observable planner.
 func (sv *Solver) SolvesHorizons() bool {
 	return sv.looped() && sv.opts.Planner == models.PlannerFull
+}
+
+// SolveEachHorizon solves, for each horizon hs[i] (steps, ascending), the problems
+// problems(i) returns (parameters in natural units, and initial states or nil for the task's
+// x0) with solvers of m on b, each to convergence (maxIter 0) or stopped after maxIter
+// iterations as SolveIterations stops, and returns each horizon's policy. Where programs
+// compile slowly (XLA) and there are several horizons, they are solved together in one padded
+// solve (SolveHorizons): every horizon's policy then has PadHorizon(longest) steps, of which
+// its first h are its plan, and that solve's policy (every horizon's problems in order) is
+// returned too, so that one solver's and one simulation's programs serve every length of
+// trial instead of a set each. Otherwise (on backends that compile quickly, whose policies
+// stay those of a solver per horizon to the bit; for one horizon; with a planner
+// SolveHorizons does not take) each horizon has a solver of its own, and the joint policy is
+// nil.
+func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, hs []int, problems func(i int) (theta, x0 [][]float64), maxIter int) (map[int]*Policy, *Policy, error) {
+	var joint *Solver
+	if len(hs) > 1 && graph.CompilesSlowly(b) {
+		sv, err := NewSolver(m, PadHorizon(hs[len(hs)-1]), b, sopts)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sv.SolvesHorizons() {
+			joint = sv
+		}
+	}
+	pols := map[int]*Policy{}
+	if joint == nil {
+		for i, h := range hs {
+			sv, err := NewSolver(m, h, b, sopts)
+			if err != nil {
+				return nil, nil, err
+			}
+			theta, x0 := problems(i)
+			if maxIter > 0 {
+				pols[h], err = sv.SolveIterations(theta, x0, maxIter)
+			} else {
+				pols[h], err = sv.Solve(theta, x0)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		return pols, nil, nil
+	}
+	var theta, x0 [][]float64
+	var horizons []int
+	idx := make([][]int, len(hs))
+	for i, h := range hs {
+		th, starts := problems(i)
+		if starts != nil && len(starts) != len(th) {
+			return nil, nil, fmt.Errorf("horizon %d: %d initial states for %d problems", h, len(starts), len(th))
+		}
+		for k := range th {
+			idx[i] = append(idx[i], len(theta))
+			theta, horizons = append(theta, th[k]), append(horizons, h)
+			if starts != nil {
+				x0 = append(x0, starts[k])
+			}
+		}
+	}
+	if x0 != nil && len(x0) != len(theta) {
+		return nil, nil, fmt.Errorf("initial states for some horizons' problems and not others")
+	}
+	pol, err := joint.SolveHorizons(theta, x0, horizons, maxIter)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, h := range hs {
+		pols[h] = pol.Subset(idx[i])
+	}
+	return pols, pol, nil
 }
 
 // PadHorizon returns the number of steps a solve of problems with horizons up to T runs

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -29,8 +28,10 @@ func DrawLengths(lo, hi, n int, seed uint64) []int {
 // (models.Horizon): with HorizonTrial over each trial's own length, one iLQG solution per
 // length; with HorizonTask over the task's Steps, the trial being the first steps of it (no
 // length may then exceed Steps). It returns the states [s][r][t][n] and the policies
-// solved, by horizon. Like Simulate, it returns the trajectories with a *DivergedError if
-// some diverged, its Problems the subjects (indices into lengths) with a diverging trial.
+// solved, by horizon (on backends that compile slowly, several horizons are solved together,
+// each policy then of PadHorizon of the longest steps, its first h its plan:
+// SolveEachHorizon). Like Simulate, it returns the trajectories with a *DivergedError if some
+// diverged, its Problems the subjects (indices into lengths) with a diverging trial.
 func SimulateLengths(m models.Model, theta []float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
 	return simulateSubjects(m, [][]float64{theta}, lengths, seeds, b, sopts, opts)
 }
@@ -62,17 +63,13 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 		out[s] = make([][][]float64, len(ls))
 	}
 	hs := slices.Sorted(maps.Keys(horizons))
-	joint, err := jointSolver(m, hs, b, sopts)
-	if err != nil {
-		return nil, nil, err
-	}
 	groups := make([]horizonTrials, len(hs))
 	for i, h := range hs {
 		groups[i] = horizonTrials{h: h, trials: horizons[h], subjects: slices.Sorted(maps.Keys(horizons[h]))}
 	}
 	diverged := map[int]string{} // subject → where its first diverging trial diverged
 	if opts.Replan {
-		pols, err := replanAll(m, joint, sopts, thetas, groups, seeds, b, opts, out, lengths, diverged)
+		pols, err := replanAll(m, sopts, thetas, hs, groups, seeds, b, opts, out, lengths, diverged)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -88,7 +85,7 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 			}
 		}
 	}
-	pols, _, err := solveGroups(m, joint, sopts, b, groups, func(i int) ([][]float64, [][]float64) { return problems[i], nil })
+	pols, _, err := SolveEachHorizon(m, b, sopts, hs, func(i int) ([][]float64, [][]float64) { return problems[i], nil }, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,78 +119,15 @@ type horizonTrials struct {
 	trials   map[int][]int
 }
 
-// jointSolver returns a solver that plans over every horizon of hs (ascending) in one padded
-// solve (SolveHorizons), where programs compile (XLA) and there are several: one solver's and
-// one simulation's programs then serve every length of trial instead of one each (a reaching
-// subject of 10 lengths on 2 cores: 26.6 s → 4.4 s). It returns nil where each horizon is
-// solved on its own: on backends that compile quickly (whose results stay those of a solve
-// per horizon to the bit), for one horizon, or with a planner SolveHorizons does not take.
-func jointSolver(m models.Model, hs []int, b backends.Backend, sopts SolverOptions) (*Solver, error) {
-	if len(hs) < 2 || !graph.CompilesSlowly(b) {
-		return nil, nil
-	}
-	sv, err := NewSolver(m, PadHorizon(hs[len(hs)-1]), b, sopts)
-	if err != nil || !sv.SolvesHorizons() {
-		return nil, err
-	}
-	return sv, nil
-}
-
-// solveGroups solves the problems of each group (problems(i): group i's parameters and
-// initial states, nil for the task's x0) over the group's horizon, and returns the policy of
-// each horizon: with joint (jointSolver) in one padded solve, each horizon's policy then
-// the PadHorizon steps of its problems in that solve, whose first h are its plan, and that
-// solve's policy (the groups' problems in order); else a solver of each horizon, and nil.
-func solveGroups(m models.Model, joint *Solver, sopts SolverOptions, b backends.Backend, groups []horizonTrials, problems func(i int) (theta, x0 [][]float64)) (map[int]*Policy, *Policy, error) {
-	pols := map[int]*Policy{}
-	if joint == nil {
-		for i, g := range groups {
-			sv, err := NewSolver(m, g.h, b, sopts)
-			if err != nil {
-				return nil, nil, err
-			}
-			theta, x0 := problems(i)
-			if pols[g.h], err = sv.Solve(theta, x0); err != nil {
-				return nil, nil, err
-			}
-		}
-		return pols, nil, nil
-	}
-	var theta, x0 [][]float64
-	var horizons []int
-	idx := make([][]int, len(groups))
-	for i, g := range groups {
-		th, starts := problems(i)
-		for k := range th {
-			idx[i] = append(idx[i], len(theta))
-			theta, horizons = append(theta, th[k]), append(horizons, g.h)
-			if starts != nil {
-				x0 = append(x0, starts[k])
-			}
-		}
-	}
-	if x0 != nil && len(x0) != len(theta) {
-		return nil, nil, fmt.Errorf("initial states for some horizons' problems and not others")
-	}
-	pol, err := joint.SolveHorizons(theta, x0, horizons, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i, g := range groups {
-		pols[g.h] = pol.Subset(idx[i])
-	}
-	return pols, pol, nil
-}
-
 // replanAll is simulateSubjects for agents that plan each trial from its own initial state
 // (SimOptions.Replan): every trial is a problem, subject s's parameters thetas[s] (thetas[0]
 // if there is one) and its trial r's start that of DrawStarts with seeds[s] (or Starts[r]),
-// planned over its group's horizon (solveGroups) and simulated once, a trial per problem,
+// planned over its group's horizon hs[i] (SolveEachHorizon) and simulated once, a trial per problem,
 // each with the noises it has without replanning (one simulation for every horizon when they
 // are solved together, else one for each). It writes the trajectories into out, the subjects
 // with a diverging trial into diverged, and returns the policy of each horizon (a problem per
 // trial, in the subjects' order and then the trials').
-func replanAll(m models.Model, joint *Solver, sopts SolverOptions, thetas [][]float64, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) (map[int]*Policy, error) {
+func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) (map[int]*Policy, error) {
 	spec := m.Spec()
 	problems, starts := make([][][]float64, len(groups)), make([][][]float64, len(groups))
 	who := make([][]problemTrial, len(groups))
@@ -213,7 +147,7 @@ func replanAll(m models.Model, joint *Solver, sopts SolverOptions, thetas [][]fl
 			}
 		}
 	}
-	pols, together, err := solveGroups(m, joint, sopts, b, groups, func(i int) ([][]float64, [][]float64) { return problems[i], starts[i] })
+	pols, together, err := SolveEachHorizon(m, b, sopts, hs, func(i int) ([][]float64, [][]float64) { return problems[i], starts[i] }, 0)
 	if err != nil {
 		return nil, err
 	}

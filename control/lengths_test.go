@@ -113,7 +113,7 @@ func flat(trials [][][]float64) []float64 {
 }
 
 // TestSimulateSubjectsXLA: on XLA, trials of several lengths are planned in one padded solve
-// (jointSolver: every horizon's policy has PadHorizon of the longest steps), planning once
+// (SolveEachHorizon: every horizon's policy has PadHorizon of the longest steps), planning once
 // or each trial from its own start (Replan), and every trajectory is the Go backend's, which
 // solves each horizon on its own, to 1e-9.
 func TestSimulateSubjectsXLA(t *testing.T) {

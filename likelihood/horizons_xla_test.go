@@ -12,8 +12,8 @@ import (
 )
 
 // TestSimulateHorizonsXLA: on XLA's CPU plugin an agent whose trials have lengths of their own
-// is solved for all of them at once, padded to control.PadHorizon of the longest (one solver,
-// where the Go backend makes one per length), and its trials equal the Go backend's, for the
+// is solved for all of them at once, padded to control.PadHorizon of the longest (one solve,
+// where the Go backend solves each length), and its trials equal the Go backend's, for the
 // likelihood's agent, one without policy noise, one stopped after two iterations, and the
 // likelihood's again with trials of their own starts. Skipped without a plugin.
 func TestSimulateHorizonsXLA(t *testing.T) {
@@ -56,7 +56,17 @@ func TestSimulateHorizonsXLA(t *testing.T) {
 			}
 		}
 	}
-	assert.Len(t, es[0].solvers, 4, "the Go backend: a solver per length")
-	assert.Len(t, es[1].solvers, 1, "XLA: one solver for every length")
-	assert.Contains(t, es[1].solvers, control.PadHorizon(12))
+	for i, steps := range []func(h int) int{
+		func(h int) int { return h },                    // the Go backend: a solver per length
+		func(int) int { return control.PadHorizon(12) }, // XLA: one solver for every length
+	} {
+		assert.Equal(t, 3, es[i].plans.solves, "backend %d: ours and ours without noise share a plan", i)
+		require.Len(t, es[i].plans.entries, 3)
+		for _, en := range es[i].plans.entries {
+			require.Len(t, en.pols, 4, "backend %d: horizons 6, 7, 9, 12", i)
+			for h, pol := range en.pols {
+				assert.Equal(t, steps(h), pol.Steps, "backend %d, horizon %d", i, h)
+			}
+		}
+	}
 }

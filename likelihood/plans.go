@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 )
 
 // Agents' plans, solved once.
@@ -101,11 +100,14 @@ func planKey(model, from [][]float64, hs []int, iterations int) string {
 
 // agentPlans returns the iLQG solutions of the agents of model (one problem per θ) planning
 // from from (nil: the task's x0) over each horizon of hs, stopped after v.PlannerIterations
-// if set: by horizon, each a copy of its own that the caller may change. Each distinct
-// solution is solved once among the evaluator's recent ones (planCache).
+// if set: by horizon, each a copy of its own that the caller may change (on XLA, with several
+// horizons, solved together: control.SolveEachHorizon). Each distinct solution is solved once
+// among the evaluator's recent ones (planCache).
 func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant) (map[int]*control.Policy, error) {
 	pols, err := e.plans.get(planKey(model, from, hs, v.PlannerIterations), func() (map[int]*control.Policy, error) {
-		return e.solveAgents(model, from, hs, v)
+		pols, _, err := control.SolveEachHorizon(e.sym.Model, e.backend, e.opts.Solver, hs,
+			func(int) ([][]float64, [][]float64) { return model, from }, v.PlannerIterations)
+		return pols, err
 	})
 	if err != nil {
 		return nil, err
@@ -119,64 +121,4 @@ func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant
 		out[h] = p.Subset(all)
 	}
 	return out, nil
-}
-
-// solveAgents is agentPlans' solve: every horizon in one padded solve where solveHorizons
-// takes them, else a solver of each horizon.
-func (e *Evaluator) solveAgents(model, from [][]float64, hs []int, v AgentVariant) (map[int]*control.Policy, error) {
-	together, err := e.solveHorizons(model, from, hs, v)
-	if err != nil {
-		return nil, err
-	}
-	pols := map[int]*control.Policy{}
-	for hi, h := range hs {
-		if together != nil { // horizon hi's problems, padded (control.SolveHorizons)
-			idx := make([]int, len(model))
-			for i := range idx {
-				idx[i] = hi*len(model) + i
-			}
-			pols[h] = together.Subset(idx)
-			continue
-		}
-		sv, err := e.solverFor(h)
-		if err != nil {
-			return nil, err
-		}
-		if v.PlannerIterations > 0 {
-			pols[h], err = sv.SolveIterations(model, from, v.PlannerIterations)
-		} else {
-			pols[h], err = sv.Solve(model, from)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return pols, nil
-}
-
-// solveHorizons solves the agents of model (one per θ) over each of the horizons hs together,
-// padded to control.PadHorizon of the longest (control.SolveHorizons: problem h·len(model) + i
-// is θ_i over hs[h]), where programs compile (XLA) and there are several horizons: one
-// solver's and one simulation's programs then serve every length of trial instead of one
-// each. It returns nil where the agents are solved a horizon at a time: on backends that
-// compile quickly, for one horizon, or with a planner SolveHorizons does not take.
-func (e *Evaluator) solveHorizons(model, from [][]float64, hs []int, v AgentVariant) (*control.Policy, error) {
-	if len(hs) < 2 || !graph.CompilesSlowly(e.backend) {
-		return nil, nil
-	}
-	sv, err := e.solverFor(control.PadHorizon(hs[len(hs)-1]))
-	if err != nil || !sv.SolvesHorizons() {
-		return nil, err
-	}
-	var problems, starts [][]float64
-	var horizons []int
-	for _, h := range hs {
-		for i, th := range model {
-			problems, horizons = append(problems, th), append(horizons, h)
-			if from != nil {
-				starts = append(starts, from[i])
-			}
-		}
-	}
-	return sv.SolveHorizons(problems, starts, horizons, v.PlannerIterations)
 }
