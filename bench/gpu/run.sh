@@ -249,7 +249,7 @@ out=$OUT/$step.md
 		start=$(date +%s.%N)
 		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 $batch --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
 		end=$(date +%s.%N)
-		kill $watch || true
+		kill $watch 2>/dev/null || true # gone already where nvidia-smi is missing (set -e ends the loop)
 		awk -v s="$start" -v e="$end" -v n="$(grep -vc '"error"' "$OUT/fit.jsonl")" 'BEGIN { w = e - s; printf "%d subjects fitted in %.1f s wall: %.0f subjects per hour\n", n, w, 3600 * n / w }'
 		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" # against the task's defaults, the truth
 		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
