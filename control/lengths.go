@@ -122,11 +122,11 @@ type horizonTrials struct {
 // replanAll is simulateSubjects for agents that plan each trial from its own initial state
 // (SimOptions.Replan): every trial is a problem, subject s's parameters thetas[s] (thetas[0]
 // if there is one) and its trial r's start that of DrawStarts with seeds[s] (or Starts[r]),
-// planned over its group's horizon hs[i] (SolveEachHorizon) and simulated once, a trial per problem,
-// each with the noises it has without replanning (one simulation for every horizon when they
-// are solved together, else one for each). It writes the trajectories into out, the subjects
-// with a diverging trial into diverged, and returns the policy of each horizon (a problem per
-// trial, in the subjects' order and then the trials').
+// planned over its group's horizon (groups[i].h = hs[i]; SolveEachHorizon) and simulated, a
+// trial per problem, each with the noises it has without replanning (one simulation for
+// every horizon when they are solved together, else one for each). It writes the
+// trajectories into out, the subjects with a diverging trial into diverged, and returns the
+// policy of each horizon (a problem per trial, in the subjects' order and then the trials').
 func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) (map[int]*Policy, error) {
 	spec := m.Spec()
 	problems, starts := make([][][]float64, len(groups)), make([][][]float64, len(groups))
