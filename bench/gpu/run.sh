@@ -55,7 +55,9 @@
 #                              unless set
 #   bench/gpu/run.sh jax       side by side on this GPU: the JAX reference's likelihood under
 #                              jax.jit(jax.vmap(value_and_grad)) (bench/jaxref/vmapscale.py; REF
-#                              names a checkout of RothkopfLab/nioc-neurips, jaxopt importable)
+#                              names a checkout of RothkopfLab/nioc-neurips, .ref/nioc-neurips
+#                              by default, and jaxopt comes from .whl/ where it is missing:
+#                              bench/gpu/prepare-jax.sh REF prepares both)
 #                              and nioc-gpu's, reaching, 50 trials, at ROWS vectors (1,50,500,5000)
 #
 # The plugin: $NIOC_PJRT if set, else `make xla-cuda`'s, else a jax_plugins xla_cuda13 or
@@ -281,11 +283,18 @@ out=$OUT/$step.md
 		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off
 		;;
 	jax)
-		ref=${REF:?bench/gpu/run.sh jax: set REF to a checkout of RothkopfLab/nioc-neurips}
+		# REF: a checkout of RothkopfLab/nioc-neurips, by default .ref/nioc-neurips, with jaxopt
+		# from .whl/ where the machine lacks it (bench/gpu/prepare-jax.sh puts both there).
+		ref=${REF:-.ref/nioc-neurips}
+		[[ -d $ref/nioc ]] || { echo "bench/gpu/run.sh jax: no reference at $ref: run bench/gpu/prepare-jax.sh REF where the network is, and carry .ref and .whl" >&2; exit 2; }
+		if ! python3 -c 'import jaxopt' 2>/dev/null && compgen -G '.whl/jaxopt-*.whl' >/dev/null; then
+			python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/jaxopt-*.whl
+			export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+		fi
 		bin/nioc-gpu simulate --task reaching --trials 50 --seed 1 --force --out "$OUT/jax-reaching.csv"
 		echo "## JAX reference: jax.jit(jax.vmap(jax.value_and_grad(nll))), $(python3 -c 'import jax; print("jax", jax.__version__, jax.devices()[0].device_kind)')"
 		echo
-		JAX_PLATFORMS=cuda PYTHONUNBUFFERED=1 python3 bench/jaxref/vmapscale.py --ref "$ref" --task reaching \
+		JAX_PLATFORMS=${JAX_PLATFORMS:-cuda} PYTHONUNBUFFERED=1 python3 bench/jaxref/vmapscale.py --ref "$ref" --task reaching \
 			--data "$OUT/jax-reaching.csv" --batches "${ROWS:-1,50,500,5000}" --json "$OUT/jax.json" || echo "(vmapscale.py failed: exit $?)"
 		echo
 		echo "## nioc-gpu on the same GPU"
