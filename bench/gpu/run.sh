@@ -41,7 +41,9 @@
 #   bench/gpu/run.sh forward   reaching: reverse- against forward-mode gradients
 #   bench/gpu/run.sh sample    posterior sampler speed: SAMPLE_SUBJECTS (10) subjects of
 #                              SAMPLE_TASKS (reaching) sampled together (issue 28's case),
-#                              SAMPLE_CHAINS (4) chains a subject (a list: 4,16 runs both)
+#                              SAMPLE_CHAINS (4) chains a subject (a list: 4,16 runs both), or
+#                              SAMPLE_CONFIGS="4:150:100 16:75:25:x" (chains:warm-up:draws,
+#                              :x for --cross-chain)
 #   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
@@ -266,16 +268,27 @@ out=$OUT/$step.md
 		bin/bench-table -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
 		;;
 	sample)
-		# SAMPLE_CHAINS: chains per subject, a list (e.g. 4,16: on a GPU more chains cost little,
-		# 40 and 500 rows 22 and 75 ms an evaluation on the H100 on 2026-11-27).
+		# SAMPLE_CONFIGS: the sampler settings to measure, CHAINS:WARMUP:DRAWS with :x for
+		# --cross-chain, e.g. "4:150:100 16:150:100 16:75:25:x"; by default SAMPLE_CHAINS (4, a
+		# list: 4,16 runs both) chains a subject of 150 warm-up and 100 draws each. On a GPU more
+		# chains cost little (40 and 500 rows 22 and 75 ms an evaluation on the H100 on
+		# 2026-11-27): the table's "effective draws a call" is what they buy (docs/posterior.md,
+		# "Many chains on a GPU").
 		# Each program's compile is traced (NIOC_TRACE_CALLS=compiles) and their seconds summed:
 		# the wall time holds them (the sampler's own shape compiles beside the climbs since
 		# 2026-11-28, likelihood.Evaluator.Prebuild).
-		chains=${SAMPLE_CHAINS:-4}
-		for c in ${chains//,/ }; do
-			echo "## $c chains a subject"
+		configs=${SAMPLE_CONFIGS:-}
+		if [[ -z $configs ]]; then
+			chains=${SAMPLE_CHAINS:-4}
+			for c in ${chains//,/ }; do configs+=" $c:150:100"; done
+		fi
+		for cfg in $configs; do
+			IFS=: read -r c w d x <<<"$cfg"
+			flags=(-chains "$c" -warmup "${w:-150}" -draws "${d:-100}")
+			[[ $x == x ]] && flags+=(-cross-chain)
+			echo "## ${flags[*]}"
 			echo
-			NIOC_TRACE_CALLS=compiles bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" -chains "$c" 2>&1 |
+			NIOC_TRACE_CALLS=compiles bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" "${flags[@]}" 2>&1 |
 				awk '/^nioc compile/ { n++; s += $(NF-1); next } { print } END { printf "\n%d programs compiled, %.1f s of compiles (concurrent ones overlap)\n", n, s }' || echo "failed: exit $?"
 		done
 		;;

@@ -7,6 +7,14 @@
 //
 // The subjects are simulated at the task's default parameters (50 trials each); the
 // likelihood uses the task's temperature, as `sample --temperature task` does.
+//
+// Beside the wall time it prints the chains' batched likelihood calls (each a leapfrog step of
+// every chain that asks; the climbs to the starting points not counted) with the rows a call
+// averages, and the effective draws of all subjects together per call: on a GPU, where a call
+// of a few hundred rows costs little more than one of a few (docs/backends.md), the sampling
+// time is about calls × the time of a call, so these columns measured on a CPU already say
+// which settings (-chains, -warmup, -draws) a GPU favours. The largest R-hat of any parameter
+// of any subject says whether short chains still agree.
 package main
 
 import (
@@ -58,8 +66,8 @@ func main() {
 	}
 	fmt.Printf("# nioc-gpu sample speed\n\nbackend %s, %s/%s, %d CPUs, %s; %d chains × (%d warm-up + %d draws), %s metric%s, 50 trials a subject\n\n",
 		b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"), *chains, *warmup, *draws, *metric, pooled)
-	fmt.Println("| task | subjects together | wall | per subject | min bulk ESS (median over subjects) | ESS/s per subject | leapfrog steps a draw |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| task | subjects together | wall | per subject | min bulk ESS (median over subjects) | ESS/s per subject | leapfrog steps a draw | chains' calls (rows a call) | effective draws a call | largest R-hat |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(*tasks, ",") {
 		m, err := models.Get(name)
 		if err != nil {
@@ -74,17 +82,26 @@ func main() {
 			fail(err)
 		}
 		for _, n := range ns {
+			var last ioc.Progress
+			climbed := 0 // the climbs' evaluations (Together: n, so all before the chains')
 			subjects := make([]fit.Subject, n)
 			for i := range subjects {
 				subjects[i] = fit.Subject{ID: strconv.Itoa(i + 1), Trials: ds[i]}
 			}
 			s, err := ioc.New(e, ioc.Options{Chains: *chains, Warmup: *warmup, Draws: *draws, Seed: 1,
 				DenseMetric: *metric == "dense", CrossChain: *crossChain, MaxWarmup: *maxWarmup, Together: n,
-				MaxBatch: likelihood.MaxBatchFor(b, m.Spec().Steps)}) // as nioc-gpu sample chooses it
+				MaxBatch: likelihood.MaxBatchFor(b, m.Spec().Steps), // as nioc-gpu sample chooses it
+				Progress: func(p ioc.Progress) {
+					if p.Climbing {
+						climbed = p.Evaluations
+					}
+					last = p
+				}})
 			if err != nil {
 				fail(err)
 			}
 			var ess []float64
+			worst := 0.0 // the largest R-hat of any parameter of any subject
 			var steps, nDraws float64
 			t0 := time.Now()
 			err = s.Sample(context.Background(), subjects, func(rs []ioc.Result) error {
@@ -95,6 +112,7 @@ func main() {
 					low := math.Inf(1)
 					for _, sum := range r.Summary {
 						low = math.Min(low, sum.ESSBulk)
+						worst = math.Max(worst, sum.RHat)
 					}
 					ess = append(ess, low)
 					for _, c := range r.Chains {
@@ -112,8 +130,11 @@ func main() {
 			wall := time.Since(t0).Seconds()
 			slices.Sort(ess)
 			med := ess[len(ess)/2]
-			fmt.Printf("| %s | %d | %.0f s | %.1f s | %.0f | %.2f | %.1f |\n", name, n, wall, wall/float64(n), med,
-				med/(wall/float64(n)), steps/nDraws)
+			// The chains' calls: what a GPU's sampling time is proportional to while a call of
+			// all chains costs about what one row does (docs/posterior.md, "Many chains").
+			fmt.Printf("| %s | %d | %.0f s | %.1f s | %.0f | %.2f | %.1f | %d (%.0f) | %.2f | %.3f |\n", name, n, wall, wall/float64(n), med,
+				med/(wall/float64(n)), steps/nDraws, last.Calls, float64(last.Evaluations-climbed)/float64(max(last.Calls, 1)),
+				med*float64(n)/float64(max(last.Calls, 1)), worst)
 		}
 	}
 }

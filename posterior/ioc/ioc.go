@@ -89,6 +89,7 @@ type Progress struct {
 	SubjectsDone, Subjects int
 	Transitions, Total     int  // of the subjects being sampled: done and to run, warm-up included
 	Evaluations            int  // likelihood evaluations so far (each a value and gradient)
+	Calls                  int  // the chains' batched likelihood calls so far (the climbs' not counted)
 	Climbing               bool // the chains' starting points are being found (StartOptimized)
 	Elapsed                time.Duration
 }
@@ -272,14 +273,14 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 	together := sampledTogether(s.opts.Together, s.opts.MaxBatch, trials, s.opts.Chains, len(subjects))
 	s.Prebuild(subjects) // compiles beside the climbs, on a GPU
 	start := time.Now()
-	evals, done := 0, 0
+	evals, calls, done := 0, 0, 0
 	for first := 0; first < len(subjects); first += together {
 		batch := subjects[first:min(first+together, len(subjects))]
 		t0 := time.Now()
 		progress := func(p posterior.Progress) {
 			if s.opts.Progress != nil {
 				s.opts.Progress(Progress{SubjectsDone: done, Subjects: len(subjects), Transitions: p.Transitions,
-					Total: p.Total, Evaluations: evals + p.Evaluations, Elapsed: time.Since(start)})
+					Total: p.Total, Evaluations: evals + p.Evaluations, Calls: calls + p.Calls, Elapsed: time.Since(start)})
 			}
 		}
 		var inits [][][]float64
@@ -299,7 +300,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 			climbed, climbs, climbFits, err := s.climb(ctx, batch, func(n int) {
 				if s.opts.Progress != nil {
 					s.opts.Progress(Progress{SubjectsDone: done, Subjects: len(subjects), Evaluations: evals + n,
-						Elapsed: time.Since(start), Climbing: true})
+						Calls: calls, Elapsed: time.Since(start), Climbing: true})
 				}
 			})
 			evals += climbed
@@ -318,6 +319,7 @@ func (s *Sampler) Sample(ctx context.Context, subjects []fit.Subject, emit func(
 		}
 		seconds := time.Since(t0).Seconds()
 		evals += res.Evaluations
+		calls += res.Calls
 		out := make([]Result, len(batch))
 		for g, sub := range batch {
 			out[g] = s.result(sub, res.Group(g), adj[g], notes[g])

@@ -172,7 +172,9 @@ func TestLinearPosteriorAgainstQuadrature(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"action_cost"}, s.Selection().Names())
 	calls := 0
-	s.SetProgress(func(Progress) { calls++ })
+	var last Progress
+	s.SetProgress(func(p Progress) { calls++; last = p })
+	chainEvals := 0
 	res := sampleAll(t, s, subjects)
 	require.Len(t, res, 2)
 	lo, hi := s.Selection().Bounds()
@@ -207,8 +209,19 @@ func TestLinearPosteriorAgainstQuadrature(t *testing.T) {
 		assert.InDelta(t, got.ESSBulk, r.Summary[0].ESSBulk, 1e-9, "the bulk ESS does not depend on the scale")
 		assert.InDelta(t, got.RHat, r.Summary[0].RHat, 0.01)
 		assert.Len(t, r.EBFMI, 4)
+		// Every leapfrog step of a chain was a call of its own, shared with the other chains.
+		for _, c := range r.Chains {
+			chainEvals += c.Evaluations
+			steps := 0
+			for _, n := range c.NLeapfrog {
+				steps += n
+			}
+			assert.LessOrEqual(t, steps, last.Calls, "a chain's draws' leapfrog steps, each in its own call")
+		}
 	}
 	assert.Positive(t, calls)
+	assert.LessOrEqual(t, last.Calls, chainEvals)
+	assert.Less(t, chainEvals, 8*last.Calls, "8 chains at most in a call, and some wait")
 }
 
 // TestSampleTogetherOrAlone: a subject's draws depend on the seed and its ID only, not on the
