@@ -269,7 +269,7 @@ out=$OUT/$step.md
 		;;
 	sample)
 		# SAMPLE_CONFIGS: the sampler settings to measure, CHAINS:WARMUP:DRAWS with :x for
-		# --cross-chain, e.g. "4:150:100 16:150:100 16:75:25:x"; by default SAMPLE_CHAINS (4, a
+		# --cross-chain, e.g. "4:150:100 16:150:100:x"; by default SAMPLE_CHAINS (4, a
 		# list: 4,16 runs both) chains a subject of 150 warm-up and 100 draws each. On a GPU more
 		# chains cost little (40 and 500 rows 22 and 75 ms an evaluation on the H100 on
 		# 2026-11-27): the table's "effective draws a call" is what they buy (docs/posterior.md,
