@@ -42,7 +42,7 @@
 #   bench/gpu/run.sh sample    posterior sampler speed: SAMPLE_SUBJECTS (10) subjects of
 #                              SAMPLE_TASKS (reaching) sampled together (issue 28's case),
 #                              SAMPLE_CHAINS (4) chains a subject (a list: 4,16 runs both), or
-#                              SAMPLE_CONFIGS="4:150:100 16:75:25:x" (chains:warm-up:draws,
+#                              SAMPLE_CONFIGS="4:150:100 16:150:100:x" (chains:warm-up:draws,
 #                              :x for --cross-chain)
 #   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
 #                              recursion as one while loop (STEPS, default 1,all; numbers are

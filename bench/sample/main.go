@@ -130,8 +130,8 @@ func main() {
 			wall := time.Since(t0).Seconds()
 			slices.Sort(ess)
 			med := ess[len(ess)/2]
-			// The chains' calls: what a GPU's sampling time is proportional to while a call of
-			// all chains costs about what one row does (docs/posterior.md, "Many chains").
+			// The chains' calls: what a GPU's sampling time is proportional to while a call's
+			// time barely grows with its rows (docs/posterior.md, "Many chains on a GPU").
 			fmt.Printf("| %s | %d | %.0f s | %.1f s | %.0f | %.2f | %.1f | %d (%.0f) | %.2f | %.3f |\n", name, n, wall, wall/float64(n), med,
 				med/(wall/float64(n)), steps/nDraws, last.Calls, float64(last.Evaluations-climbed)/float64(max(last.Calls, 1)),
 				med*float64(n)/float64(max(last.Calls, 1)), worst)
