@@ -30,6 +30,10 @@ const (
 	// EnvXLAFusion chooses how XLA fuses operations: FusionBarriers (the CPU plugin's default),
 	// FusionXLA (other plugins' default) or FusionOff (docs/backends.md, "Fusion with barriers").
 	EnvXLAFusion = "NIOC_XLA_FUSION"
+	// EnvXLASinCos chooses how XLA's CPU plugin computes sines and cosines: SinCosOwn (the
+	// default with fusion on: by graph operations, in the fused kernels) or SinCosLibm (the C
+	// library's, an element at a time; docs/backends.md, "Sine and cosine on XLA's CPU plugin").
+	EnvXLASinCos = "NIOC_XLA_SINCOS"
 	// EnvTraceCalls set to 1 writes a line to stderr for every program call of a looped Flow
 	// (Engine): the program's name, its first input's dimensions and the call's wall time, to
 	// see on a device which calls cost what, and one for every program an Engine compiles

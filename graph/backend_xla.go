@@ -49,6 +49,9 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := sinCosMode(); err != nil {
+		return nil, err
+	}
 	if os.Getenv("XLA_FLAGS") == "" {
 		var flags []string
 		if strings.Contains(filepath.Base(path), "cuda") {

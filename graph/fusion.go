@@ -55,23 +55,38 @@ func FusionModeOf(b backends.Backend) string {
 }
 
 // compileGraph compiles g's computation of outputs on backend b, its program text first passed
-// through rewrite if not nil, then through AddFusionBarriers where b's fusion mode asks for it.
+// through rewrite if not nil, then through AddFusionBarriers where b's fusion mode asks for it,
+// then through ExpandSinCos where b takes its own sines and cosines (usesOwnSinCos).
 func compileGraph(b backends.Backend, g *G.Graph, rewrite rewriteFunc, outputs ...*G.Node) {
-	if FusionModeOf(b) == FusionBarriers {
-		inner := rewrite
-		rewrite = func(text string) (string, error) {
-			if inner != nil {
-				var err error
-				if text, err = inner(text); err != nil {
-					return "", err
-				}
+	then := func(first, next rewriteFunc) rewriteFunc {
+		if first == nil {
+			return next
+		}
+		return func(text string) (string, error) {
+			text, err := first(text)
+			if err != nil {
+				return "", err
 			}
+			return next(text)
+		}
+	}
+	if FusionModeOf(b) == FusionBarriers {
+		rewrite = then(rewrite, func(text string) (string, error) {
 			out, err := AddFusionBarriers(text)
 			if err != nil {
 				return "", fmt.Errorf("%w (%s=%s compiles without barriers)", err, EnvXLAFusion, FusionOff)
 			}
 			return out, nil
-		}
+		})
+	}
+	if usesOwnSinCos(b) {
+		rewrite = then(rewrite, func(text string) (string, error) {
+			out, err := ExpandSinCos(text)
+			if err != nil {
+				return "", fmt.Errorf("%w (%s=%s leaves them to XLA)", err, EnvXLASinCos, SinCosLibm)
+			}
+			return out, nil
+		})
 	}
 	if rewrite != nil {
 		g.CompileRewritten(rewrite, outputs...)

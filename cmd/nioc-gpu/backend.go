@@ -57,6 +57,12 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "fusion: $%s=%s\n", graph.EnvXLAFusion, f)
 	}
+	switch m := os.Getenv(graph.EnvXLASinCos); m {
+	case "":
+		fmt.Fprintf(stdout, "sine and cosine: written out as element-wise operations on the CPU plugin with fusion on, XLA's elsewhere ($%s=own|libm)\n", graph.EnvXLASinCos)
+	default:
+		fmt.Fprintf(stdout, "sine and cosine: $%s=%s\n", graph.EnvXLASinCos, m)
+	}
 	if os.Getenv(graph.EnvFuseCalls) == "off" {
 		fmt.Fprintf(stdout, "fused calls: off ($%s=off): each map between two recursions is a program call of its own\n", graph.EnvFuseCalls)
 	}
