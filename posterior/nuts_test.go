@@ -188,7 +188,8 @@ func TestWindows(t *testing.T) {
 }
 
 // TestWindowsShrinkTowardsPrior: with an initial metric (Options.InitMetric) a window's
-// estimate is shrunk towards it, as towards five draws of it, instead of towards 10⁻³·I.
+// estimate is shrunk towards it, as towards priorDrawsPerParameter draws of it per parameter
+// (40 here), instead of towards 10⁻³·I.
 func TestWindowsShrinkTowardsPrior(t *testing.T) {
 	prior := [][]float64{{4e-4, 1e-4}, {1e-4, 9e-4}}
 	for _, dense := range []bool{false, true} {
@@ -206,9 +207,9 @@ func TestWindowsShrinkTowardsPrior(t *testing.T) {
 			require.NoError(t, err)
 		}
 		cov := func(a, b []float64) float64 {
-			return 25.0 / 30 * stat.Covariance(a, b, nil)
+			return 25.0 / 65 * stat.Covariance(a, b, nil)
 		}
-		w := 5.0 / 30
+		w := 40.0 / 65
 		assert.InDelta(t, cov(xs, xs)+w*prior[0][0], m.diag[0], 1e-15)
 		assert.InDelta(t, cov(ys, ys)+w*prior[1][1], m.diag[1], 1e-15)
 		if !dense {

@@ -44,7 +44,7 @@ type Options struct {
 	// positive-definite dim × dim matrix on the unconstrained space, such as a Laplace
 	// approximation's covariance mapped by the box's Jacobian; only its diagonal without
 	// DenseMetric), or nil for the identity. The windows' estimates are then shrunk towards it
-	// (as towards five draws of it) instead of towards 10⁻³·I: Stan's regularization assumes
+	// (as towards 20 draws of it per parameter) instead of towards 10⁻³·I: Stan's regularization assumes
 	// a posterior of unit scale, and at the scale of a well-identified parameter (standard
 	// deviations of 10⁻² on the logit scale) it inflated the narrow directions several-fold
 	// after a short warm-up, so that the step size fell to a twentieth and the trees ran deep.
