@@ -219,8 +219,8 @@ func windowRHat(stats []windowStats) float64 {
 // close keeps those directions where they are, while a posterior wider than it (a ridge)
 // still widens the metric by n/(n + w) of its variance. With 5 draws in all instead of 20 per
 // parameter, 10 subjects × 4 chains × (150 warm-up + 100 draws) took 41 % more likelihood
-// calls on pendulum and reaching for a smaller ESS (docs/posterior.md, "Where the metric
-// starts").
+// calls on pendulum and reaching for a smaller ESS (docs/posterior.md, "How much the start
+// weighs").
 const priorDrawsPerParameter = 20
 
 // estimate returns the regularized covariance of the draws that the accumulators of stats
