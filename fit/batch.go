@@ -167,7 +167,7 @@ func (f *Fitter) queueRows(trials int) int {
 		// XLA on an accelerator: two chunks, one prepared and uploaded while the other runs;
 		// on an H200 one chunk alone took 23–40 % longer (100 reaching subjects) and every
 		// subject at once ran out of memory (1,000 subjects): docs/backends.md, "H200,
-		// measured 2026-11-25". XLA's CPU plugin runs chunks of HostBatch trajectories a core,
+		// measured 2026-11-25". XLA's CPU plugin runs chunks of XLAHostBatch trajectories a core,
 		// as the Go backend does, and takes the Go backend's queue.
 		chunks = 2
 	}

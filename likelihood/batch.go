@@ -35,14 +35,28 @@ func MaxBatchFor(b backends.Backend, steps int) int {
 	return max(DefaultMaxBatch, AcceleratorBatchSteps/max(steps, 1))
 }
 
-// HostBatch bounds rows × trials of one graph run of EvalRows on the CPU (the Go backend and
-// XLA's CPU plugin), below MaxBatch: there a chunk runs on one core, and smaller chunks keep
+// HostBatch bounds rows × trials of one graph run of EvalRows on the CPU (the Go backend; XLA's
+// CPU plugin has XLAHostBatch), below MaxBatch: there a chunk runs on one core, and smaller chunks keep
 // their buffers in the core's caches. 12 reaching subjects, 5 restarts each, 50 trials, on 2
 // cores: the CPU plugin (kernels run sequentially, graph/xlapatch) 17.3–18.7 s in chunks of 50
 // rows, 8.7–9.2 s in chunks of 5 to 15 (docs/backends.md, "Sequential thunks"); the Go backend's
 // default fit 16.5 s in chunks of 30 rows, 11.2 s in chunks of 10, one subject of cart-pole with
 // 50 restarts 18.6–21.0 s against 14.3–14.7 s (docs/speed.md, change 17).
 const HostBatch = 500
+
+// XLAHostBatch and HostBatchSteps bound one graph run of EvalRows on XLA's CPU plugin, below
+// HostBatch: rows × trials at most XLAHostBatch, and rows × trials × steps at most
+// HostBatchSteps, since a chunk's recursions keep every step's values for their VJPs and long
+// trials outgrow a core's caches. On 2 cores, 50 restarts, Hessian only, programs cached,
+// chunks of 10 rows of 50 trials (HostBatch) against 5: cart-pole (200 steps) 20.7–20.9 →
+// 13.4–14.3 s (chunks of 2: 17.1 s; the Go backend 12.6–13.9 s with either), reaching
+// 5.16–5.81 → 4.46–5.16 s, pendulum 1.98–2.07 → 1.76–1.99 s, navigation 4.10–4.31 against
+// 4.15–4.44 s; 12 reaching subjects of 5 restarts 7.5–8.3 → 6.8–7.0 s (docs/backends.md,
+// "Chunks of XLA's CPU plugin").
+const (
+	XLAHostBatch   = 250
+	HostBatchSteps = 50_000
+)
 
 // Batching says how EvalRows splits its rows into graph runs.
 type Batching struct {
@@ -184,7 +198,7 @@ func (e *Evaluator) plan(rows [][][][]float64, b Batching) (trials, steps int, l
 	workers := max(1, runtime.GOMAXPROCS(0))
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
-	ladder = chunkLadder(chunkMost(maxBatch, trials, host), b.Most, workers, slow, host)
+	ladder = chunkLadder(chunkMost(maxBatch, trials, steps, host, slow), b.Most, workers, slow, host)
 	return trials, steps, ladder, ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
 }
 
@@ -242,7 +256,7 @@ func (e *Evaluator) shapeBuild() time.Duration {
 // into a larger one has cost as much (chunkPlanner):
 //
 //   - on XLA's CPU plugin (graph.RunsOnHost), one size, ⌈Most / workers⌉ rows, at most
-//     most, which EvalRows takes from HostBatch there, so that the chunks of a call run one
+//     most, which EvalRows takes from XLAHostBatch there, so that the chunks of a call run one
 //     per core as on the Go backend and a call of fewer rows pads into fewer chunks
 //     (docs/backends.md, "Sequential thunks"): a second size would compile on the cores the
 //     fit runs on;
@@ -285,9 +299,14 @@ func ladderRung(ladder []int, rows, workers int) int {
 }
 
 // chunkMost returns the most rows of trials trials that one chunk holds: maxBatch / trials, and
-// at most HostBatch / trials on the CPU (the Go backend and XLA's CPU plugin); at least 1.
-func chunkMost(maxBatch, trials int, onHost bool) int {
-	if onHost {
+// at most HostBatch / trials on the Go backend, and on XLA's CPU plugin (onHost and
+// compilesSlowly) at most XLAHostBatch / trials and HostBatchSteps / (trials × steps); at
+// least 1.
+func chunkMost(maxBatch, trials, steps int, onHost, compilesSlowly bool) int {
+	switch {
+	case onHost && compilesSlowly:
+		maxBatch = min(maxBatch, XLAHostBatch, HostBatchSteps/max(steps, 1))
+	case onHost:
 		maxBatch = min(maxBatch, HostBatch)
 	}
 	return max(1, maxBatch/max(trials, 1))

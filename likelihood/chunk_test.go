@@ -61,10 +61,10 @@ func TestChunkRows(t *testing.T) {
 	}
 	assert.Equal(t, map[int]bool{25: true, 6: true, 1: true}, sizes)
 	// XLA's: two sizes on an accelerator, one on the CPU plugin.
-	for host, want := range map[bool]map[int]bool{false: {2500: true, 156: true}, true: {10: true}} {
+	for host, want := range map[bool]map[int]bool{false: {2500: true, 156: true}, true: {5: true}} {
 		sizes := map[int]bool{}
 		for rows := 5000; rows >= 1; rows-- {
-			sizes[chunkRows(rows, chunkMost(125000, 50, host), 5000, 16, true, host)] = true
+			sizes[chunkRows(rows, chunkMost(125000, 50, 50, host, true), 5000, 16, true, host)] = true
 		}
 		assert.Equal(t, want, sizes, "on the host: %v", host)
 	}
@@ -83,23 +83,31 @@ func TestMaxBatchFor(t *testing.T) {
 
 func TestChunkMost(t *testing.T) {
 	tests := []struct {
-		name             string
-		maxBatch, trials int
-		host             bool // the Go backend or XLA's CPU plugin
-		want             int
+		name                    string
+		maxBatch, trials, steps int
+		host                    bool // the Go backend or XLA's CPU plugin
+		xla                     bool
+		want                    int
 	}{
-		{"on the CPU: HostBatch", 2500, 50, true, 10},
-		{"on the CPU: a smaller MaxBatch stands", 200, 50, true, 4},
-		{"on the CPU: long rows, one a chunk", 2500, 800, true, 1},
-		{"on the CPU: rows longer than MaxBatch", 2500, 3000, true, 1},
-		{"xla on a GPU", 2500, 50, false, 50},
-		{"xla on a GPU: its default batch", 25000, 50, false, 500},
+		{"on the CPU: HostBatch", 2500, 50, 50, true, false, 10},
+		{"on the CPU: a smaller MaxBatch stands", 200, 50, 50, true, false, 4},
+		{"on the CPU: long rows, one a chunk", 2500, 800, 50, true, false, 1},
+		{"on the CPU: rows longer than MaxBatch", 2500, 3000, 50, true, false, 1},
+		{"the Go backend: long trials keep HostBatch", 2500, 50, 200, true, false, 10},
+		{"XLA's CPU plugin: XLAHostBatch", 2500, 50, 50, true, true, 5},
+		{"XLA's CPU plugin: trials of 200 steps", 2500, 50, 200, true, true, 5},
+		{"XLA's CPU plugin: trials of 500 steps, HostBatchSteps", 2500, 10, 500, true, true, 10},
+		{"XLA's CPU plugin: very long trials, one row", 2500, 50, 5000, true, true, 1},
+		{"xla on a GPU", 2500, 50, 200, false, true, 50},
+		{"xla on a GPU: its default batch", 25000, 50, 50, false, true, 500},
 	}
 	for _, tc := range tests {
-		assert.Equal(t, tc.want, chunkMost(tc.maxBatch, tc.trials, tc.host), tc.name)
+		assert.Equal(t, tc.want, chunkMost(tc.maxBatch, tc.trials, tc.steps, tc.host, tc.xla), tc.name)
 	}
-	// 12 subjects of 50 trials, 5 restarts each, on XLA's CPU plugin, 2 cores: chunks of 10.
-	assert.Equal(t, 10, chunkRows(60, chunkMost(2500, 50, true), 60, 2, true, true))
+	// 12 subjects of 50 trials, 5 restarts each, on 2 cores: chunks of 10 on the Go backend,
+	// of 5 on XLA's CPU plugin.
+	assert.Equal(t, 10, chunkRows(60, chunkMost(2500, 50, 50, true, false), 60, 2, false, true))
+	assert.Equal(t, 5, chunkRows(60, chunkMost(2500, 50, 50, true, true), 60, 2, true, true))
 }
 
 // The planner pads into a built size until the padding has cost a build, then builds the
