@@ -255,9 +255,10 @@ func (e *Evaluator) shapeBuild() time.Duration {
 // short ladder fixed for the whole fit, and EvalRows builds a smaller size only once padding
 // into a larger one has cost as much (chunkPlanner):
 //
-//   - on XLA's CPU plugin (graph.RunsOnHost), one size, ⌈Most / workers⌉ rows, at most
-//     most, which EvalRows takes from XLAHostBatch there, so that the chunks of a call run one
-//     per core as on the Go backend and a call of fewer rows pads into fewer chunks
+//   - on XLA's CPU plugin (graph.RunsOnHost), one size, ⌈Most / (k · workers)⌉ rows with k the
+//     smallest that makes it at most most, which EvalRows takes from XLAHostBatch there, so
+//     that the chunks of a call run k per core as on the Go backend, none of them a padded
+//     remainder, and a call of fewer rows pads into fewer chunks
 //     (docs/backends.md, "Sequential thunks"): a second size would compile on the cores the
 //     fit runs on;
 //   - on an accelerator, the largest size needed (Most rows, at most most), one program for
@@ -316,9 +317,16 @@ func chunkMost(maxBatch, trials, steps int, onHost, compilesSlowly bool) int {
 func chunkLadder(most, Most, workers int, compilesSlowly, onHost bool) []int {
 	top := most
 	if Most > 0 {
-		top = min(top, (Most+workers-1)/workers)
-		if compilesSlowly && !onHost {
+		perWorker := (Most + workers - 1) / workers
+		top = min(top, perWorker)
+		switch {
+		case compilesSlowly && !onHost:
 			top = min(most, Most)
+		case compilesSlowly:
+			// XLA's CPU plugin: equal chunks, k a core, the fewest that fit most, so that a
+			// call of Most rows runs in k rounds without a padded extra chunk.
+			k := (perWorker + most - 1) / most
+			top = (perWorker + k - 1) / k
 		}
 	}
 	ladder := []int{max(top, 1)}

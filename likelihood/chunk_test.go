@@ -49,6 +49,9 @@ func TestChunkRows(t *testing.T) {
 		{"xla on the CPU: many subjects, capped", 3, 50, 5000, 2, true, true, 50},
 		{"xla on the CPU: odd rows round up", 7, 50, 7, 2, true, true, 4},
 		{"xla on the CPU, one core", 10, 50, 10, 1, true, true, 10},
+		{"xla on the CPU: 12 rows of at most 5, two chunks of 3 a core", 12, 5, 12, 2, true, true, 3},
+		{"xla on the CPU: 50 rows of at most 5", 50, 5, 50, 2, true, true, 5},
+		{"xla on the CPU: 25 rows of at most 10, two chunks of 7 a core", 25, 10, 25, 2, true, true, 7},
 	}
 	for _, tc := range tests {
 		got := chunkRows(tc.rows, tc.most, tc.Most, tc.workers, tc.slow, tc.host)
