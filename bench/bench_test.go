@@ -4,8 +4,12 @@ import (
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/internal/xlaenv"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
+
+// TestMain runs the benchmarks with XLA's compiled-program cache off unless NIOC_XLA_CACHE is set.
+func TestMain(m *testing.M) { xlaenv.TestMain(m) }
 
 // BenchmarkEval measures one batched evaluation (value and gradient) of 50 parameter vectors
 // against 50 trials, by task.

@@ -87,7 +87,7 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	xb := b.(*xla.Backend)
 	client := xb.Client()
 	client.SetAsyncExecution(async)
-	if dir, byDefault := XLACacheDir(!cpu); dir != "" {
+	if dir, byDefault := XLACacheDir(); dir != "" {
 		limit, err := XLACacheMax()
 		if err != nil {
 			b.Finalize()

@@ -23,8 +23,8 @@ import (
 // EnvXLACache names the environment variable that sets XLA's compiled-program cache: a
 // directory where each program XLA compiles is kept, so that a later process (the next fit, a
 // job array's other tasks on a shared file system) loads it instead of compiling it again.
-// Empty or "off": no cache; unset: XLACacheDir's default. See docs/backends.md, "Compiled
-// programs kept between processes".
+// Empty or "off": no cache; unset: XLACacheDir's default, in the user's cache directory. See
+// docs/backends.md, "Compiled programs kept between processes".
 const EnvXLACache = "NIOC_XLA_CACHE"
 
 // EnvXLACacheMax names the environment variable that bounds the cache directory's size: a size
@@ -36,26 +36,24 @@ const EnvXLACacheMax = "NIOC_XLA_CACHE_MAX"
 // batch shapes of a GPU fit.
 const DefaultXLACacheMax = 4_000_000_000
 
-// XLACacheDir returns the directory of XLA's compiled-program cache (EnvXLACache) for a plugin
-// that runs on an accelerator or on the CPU, and whether it is the default rather than one
-// asked for: the variable's value where set ("" or "off": none); unset, on an accelerator,
-// nioc-gpu/xla in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on
-// Linux), since a GPU compiles a batch shape's programs in 15–25 s and loads them in 0.5–2 s
-// (docs/backends.md, "H100, measured 2026-11-27"); on the CPU none, where compiling takes
-// seconds. "" where there is none.
-func XLACacheDir(accelerator bool) (dir string, byDefault bool) {
-	return xlaCacheDir(os.LookupEnv, os.UserCacheDir, accelerator)
+// XLACacheDir returns the directory of XLA's compiled-program cache (EnvXLACache), and whether
+// it is the default rather than one asked for: the variable's value where set ("" or "off":
+// none); unset, nioc-gpu/xla in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME
+// or ~/.cache on Linux), for every plugin: a GPU compiles a batch shape's programs in 15–25 s
+// and loads them in 0.5–2 s (docs/backends.md, "H100, measured 2026-11-27"), the CPU plugin
+// compiles a task's in 3–15 s on 2 cores and loads them in 0.1–0.3 s, several times the
+// time of a fit of one subject (docs/backends.md, "Compiled programs kept between
+// processes"). "" where there is none.
+func XLACacheDir() (dir string, byDefault bool) {
+	return xlaCacheDir(os.LookupEnv, os.UserCacheDir)
 }
 
-func xlaCacheDir(lookup func(string) (string, bool), userCache func() (string, error), accelerator bool) (string, bool) {
+func xlaCacheDir(lookup func(string) (string, bool), userCache func() (string, error)) (string, bool) {
 	if v, ok := lookup(EnvXLACache); ok {
 		if v = strings.TrimSpace(v); strings.EqualFold(v, "off") {
 			return "", false
 		}
 		return v, false
-	}
-	if !accelerator {
-		return "", false
 	}
 	base, err := userCache()
 	if err != nil || base == "" {

@@ -130,7 +130,23 @@ func TestXLACacheAcrossBackends(t *testing.T) {
 	plain, err := newXLA("cpu")
 	require.NoError(t, err)
 	_, ok = XLACacheStats(plain)
-	assert.False(t, ok, "no cache without %s", EnvXLACache)
+	assert.False(t, ok, "no cache with %s empty", EnvXLACache)
+
+	// Unset: the CPU plugin keeps its programs in the user's cache directory, as a GPU's.
+	xdg := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	require.NoError(t, os.Unsetenv(EnvXLACache)) // t.Setenv restores it afterwards
+	byDefault, err := newXLA("cpu")
+	require.NoError(t, err)
+	c, cw := run(byDefault)
+	s3, ok := XLACacheStats(byDefault)
+	require.True(t, ok, "a cache by default")
+	assert.Equal(t, CacheStats{Hits: 0, Misses: s1.Misses, Stored: s1.Stored}, s3)
+	n, _, err := XLACacheUsage(filepath.Join(xdg, "nioc-gpu", "xla"))
+	require.NoError(t, err)
+	assert.EqualValues(t, s1.Stored, n, "programs in $XDG_CACHE_HOME/nioc-gpu/xla")
+	assert.Equal(t, a, c)
+	assert.Equal(t, aw, cw)
 }
 
 // whileLoopValues runs TestWhileLoopsEqualSteps's two recursions (T = 7) as while loops on b
@@ -172,33 +188,32 @@ func TestXLAAsyncExecution(t *testing.T) {
 }
 
 // TestXLACacheDir: NIOC_XLA_CACHE where set ("" and "off": none); unset, the user's cache
-// directory on an accelerator and none on the CPU.
+// directory (on every plugin, the CPU's too), none where there is no such directory.
 func TestXLACacheDir(t *testing.T) {
 	home := func() (string, error) { return "/home/u/.cache", nil }
 	for _, tc := range []struct {
-		name        string
-		set         bool
-		value       string
-		accelerator bool
-		userCache   func() (string, error)
-		want        string
-		byDefault   bool
+		name      string
+		set       bool
+		value     string
+		userCache func() (string, error)
+		want      string
+		byDefault bool
 	}{
-		{"unset, GPU", false, "", true, home, "/home/u/.cache/nioc-gpu/xla", true},
-		{"unset, CPU", false, "", false, home, "", false},
-		{"unset, GPU, no user cache directory", false, "", true, func() (string, error) { return "", os.ErrNotExist }, "", false},
-		{"a directory", true, "/scratch/xla", false, home, "/scratch/xla", false},
-		{"a directory, GPU", true, "/scratch/xla", true, home, "/scratch/xla", false},
-		{"empty", true, "", true, home, "", false},
-		{"off", true, "off", true, home, "", false},
-		{"OFF", true, " OFF ", true, home, "", false},
+		{"unset", false, "", home, "/home/u/.cache/nioc-gpu/xla", true},
+		{"unset, no user cache directory", false, "", func() (string, error) { return "", os.ErrNotExist }, "", false},
+		{"unset, empty user cache directory", false, "", func() (string, error) { return "", nil }, "", false},
+		{"a directory", true, "/scratch/xla", home, "/scratch/xla", false},
+		{"a directory, trimmed", true, " /scratch/xla ", home, "/scratch/xla", false},
+		{"empty", true, "", home, "", false},
+		{"off", true, "off", home, "", false},
+		{"OFF", true, " OFF ", home, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lookup := func(k string) (string, bool) {
 				require.Equal(t, EnvXLACache, k)
 				return tc.value, tc.set
 			}
-			dir, byDefault := xlaCacheDir(lookup, tc.userCache, tc.accelerator)
+			dir, byDefault := xlaCacheDir(lookup, tc.userCache)
 			assert.Equal(t, tc.want, dir)
 			assert.Equal(t, tc.byDefault, byDefault)
 		})

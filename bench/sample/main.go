@@ -32,6 +32,7 @@ import (
 	"github.com/nioc-gpu/nioc-gpu/bench"
 	"github.com/nioc-gpu/nioc-gpu/fit"
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/internal/xlaenv"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/posterior/ioc"
@@ -48,6 +49,8 @@ func main() {
 	maxWarmup := flag.Int("max-warmup", 0, "with -cross-chain, warm up to this many iterations while the chains disagree (sample --max-warmup)")
 	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
 	flag.Parse()
+	// Compile times are compiles: no programs loaded from an earlier run (NIOC_XLA_CACHE=DIR to share).
+	xlaenv.CacheOffUnlessSet()
 	b, err := graph.NewBackend(*backend)
 	if err != nil {
 		fail(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/bench"
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/internal/xlaenv"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -42,6 +43,8 @@ func main() {
 	blocks := flag.String("blocks", "", "tasks on which to measure the looped form with -steps steps per program call (e.g. reaching,cartpole); none by default")
 	steps := flag.String("steps", "1,2,5,10", "-blocks: the steps per call to measure, 1 first (the reference); \"all\" runs each recursion in one call (a while loop on XLA)")
 	flag.Parse()
+	// Compile times are compiles: no programs loaded from an earlier run (NIOC_XLA_CACHE=DIR to share).
+	xlaenv.CacheOffUnlessSet()
 	defer compareXLA(*xlaMode, *xlaTasks, *xlaRestarts)
 	b, err := graph.NewBackend(*backend)
 	if err != nil {

@@ -134,14 +134,13 @@ func smokeTest(path string) string {
 // cacheLine says where XLA keeps its compiled programs (graph.XLACacheDir), how many it holds
 // and in how much of its bound.
 func cacheLine() string {
-	dir, byDefault := graph.XLACacheDir(true)
-	cpuDir, _ := graph.XLACacheDir(false)
+	dir, byDefault := graph.XLACacheDir()
 	if dir == "" {
 		return fmt.Sprintf("off (set $%s=DIR to keep XLA's compiled programs between runs)", graph.EnvXLACache)
 	}
 	where := fmt.Sprintf("$%s=%s", graph.EnvXLACache, dir)
-	if byDefault && cpuDir == "" {
-		where = fmt.Sprintf("%s on GPUs (the default; $%s=off: none, =DIR: another, used by the CPU plugin too)", dir, graph.EnvXLACache)
+	if byDefault {
+		where = fmt.Sprintf("%s (the default; $%s=off: none, =DIR: another)", dir, graph.EnvXLACache)
 	}
 	limit, err := graph.XLACacheMax()
 	if err != nil {

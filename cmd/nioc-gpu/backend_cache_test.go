@@ -11,7 +11,7 @@ import (
 )
 
 // TestCacheLine: what `nioc-gpu backend` says of the compiled-program cache: the default
-// directory on GPUs where NIOC_XLA_CACHE is unset, a directory set and its programs, off, and
+// directory where NIOC_XLA_CACHE is unset, a directory set and its programs, off, and
 // a bound that is not a size.
 func TestCacheLine(t *testing.T) {
 	xdg := t.TempDir()
@@ -20,7 +20,7 @@ func TestCacheLine(t *testing.T) {
 	t.Setenv(graph.EnvXLACache, "")
 	require.NoError(t, os.Unsetenv(graph.EnvXLACache)) // t.Setenv restores it afterwards
 	line := cacheLine()
-	assert.Contains(t, line, filepath.Join(xdg, "nioc-gpu", "xla")+" on GPUs (the default")
+	assert.Contains(t, line, filepath.Join(xdg, "nioc-gpu", "xla")+" (the default; $NIOC_XLA_CACHE=off: none")
 	assert.Contains(t, line, "empty, at most 4000 MB")
 
 	dir := t.TempDir()
