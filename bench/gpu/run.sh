@@ -118,7 +118,7 @@ fi
 [[ -n ${NIOC_PJRT:-} ]] || { echo "bench/gpu/run.sh: no CUDA PJRT plugin found (make xla-cuda, or set NIOC_PJRT)" >&2; exit 2; }
 export NIOC_PJRT NIOC_BACKEND=xla
 # Every step compiles what it runs unless NIOC_XLA_CACHE names a directory to share: nioc-gpu's
-# default cache on a GPU (graph.XLACacheDir) would otherwise carry programs from step to step.
+# default cache (graph.XLACacheDir) would otherwise carry programs from step to step.
 export NIOC_XLA_CACHE=${NIOC_XLA_CACHE-off}
 if [[ -z ${XLA_FLAGS:-} && -d /usr/local/cuda ]]; then
 	export XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda
