@@ -158,8 +158,21 @@ func RunsOnHost(b backends.Backend) bool {
 	return ok
 }
 
-// CPUFlags are the XLA_FLAGS nioc-gpu sets under FusionOff when the user has set none: XLA's
-// operator-fusion pass turned off. Fusion without AddFusionBarriers recomputes shared values in
-// every fusion that reads them, and takes time that grows steeply with graph size: on
-// unrolled graphs (linear task, T = 20, 18k nodes) 10 min with it and 12 s without.
-const CPUFlags = "--xla_disable_hlo_passes=fusion"
+// CPUFlags returns the XLA_FLAGS nioc-gpu sets for the CPU plugin when the user has set none,
+// given its fusion mode: XLA's cpu-parallel-task-assigner pass off, and under FusionOff its
+// operator-fusion pass too.
+//
+// The task assigner splits each kernel it finds large enough into parts that XLA's thread pool
+// runs (four parts on 2 cores), while the calling thread waits. A fit already runs a chunk of
+// rows per core (RunsOnHost), so those parts only hand work from thread to thread and take the
+// core of the other chunk: with the pass off warm fits of 10 and 50 restarts took 5–24 % less
+// (docs/backends.md, "One thread a chunk"). Fusion without AddFusionBarriers recomputes shared
+// values in every fusion that reads them, and takes time that grows steeply with graph size:
+// on unrolled graphs (linear task, T = 20, 18k nodes) 10 min with it and 12 s without.
+func CPUFlags(fusion string) string {
+	passes := []string{"cpu-parallel-task-assigner"}
+	if fusion == FusionOff {
+		passes = append(passes, "fusion")
+	}
+	return "--xla_disable_hlo_passes=" + strings.Join(passes, ",")
+}

@@ -2,6 +2,9 @@ package graph
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -29,16 +32,22 @@ func cpuPlugin(t *testing.T) string {
 }
 
 // TestXLACPUFusion checks that loading the CPU plugin with neither XLA_FLAGS nor
-// NIOC_XLA_FUSION set leaves XLA's fusion on with barriers (FusionBarriers), and that the
-// graphs it compiles then still compute the Go backend's values.
+// NIOC_XLA_FUSION set leaves XLA's fusion on with barriers (FusionBarriers) and turns its
+// parallel task assigner off (CPUFlags), that XLA_FLAGS the user set are left as they are,
+// and that the graphs it compiles still compute the Go backend's values.
 func TestXLACPUFusion(t *testing.T) {
 	cpuPlugin(t)
-	t.Setenv("XLA_FLAGS", "")
+	t.Setenv("XLA_FLAGS", "--xla_cpu_enable_fast_min_max=false")
 	t.Setenv(EnvXLAFusion, "")
-	bx, err := NewBackend(BackendXLA)
+	_, err := newXLA("cpu")
+	require.NoError(t, err)
+	assert.Equal(t, "--xla_cpu_enable_fast_min_max=false", os.Getenv("XLA_FLAGS"), "the user's flags")
+	t.Setenv("XLA_FLAGS", "")
+	bx, err := newXLA("cpu")
 	require.NoError(t, err)
 	assert.Equal(t, FusionBarriers, FusionModeOf(bx))
-	assert.Empty(t, os.Getenv("XLA_FLAGS"), "fusion stays on")
+	assert.Equal(t, "--xla_disable_hlo_passes=cpu-parallel-task-assigner", os.Getenv("XLA_FLAGS"),
+		"fusion stays on; no kernel is split into parts for XLA's thread pool")
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
 	assert.Empty(t, FusionModeOf(bg))
@@ -60,6 +69,17 @@ func TestXLACPUFusion(t *testing.T) {
 	}
 	for k := range x {
 		assert.InEpsilon(t, got[0][k], got[1][k], 1e-12)
+	}
+}
+
+// TestCPUFlags: the passes nioc-gpu turns off on the CPU plugin, by fusion mode.
+func TestCPUFlags(t *testing.T) {
+	for _, tc := range []struct{ fusion, want string }{
+		{FusionBarriers, "--xla_disable_hlo_passes=cpu-parallel-task-assigner"},
+		{FusionXLA, "--xla_disable_hlo_passes=cpu-parallel-task-assigner"},
+		{FusionOff, "--xla_disable_hlo_passes=cpu-parallel-task-assigner,fusion"},
+	} {
+		assert.Equal(t, tc.want, CPUFlags(tc.fusion), tc.fusion)
 	}
 }
 
@@ -102,4 +122,54 @@ func TestStableHLORewrite(t *testing.T) {
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
 	assert.False(t, G.NewGraph(bg, "go").HasStableHLO())
+}
+
+// TestCPUFlagsKeepKernelsWhole: XLA's CPU plugin splits a large element-wise kernel into parts
+// for its thread pool (outer_dimension_partitions in the optimized program), unless the pass
+// CPUFlags turns off is off: a check that the plugin still knows the pass by that name. XLA
+// reads XLA_FLAGS once a process, so each case compiles in a process of its own (this test
+// binary, running compileLargeKernel).
+func TestCPUFlagsKeepKernelsWhole(t *testing.T) {
+	cpuPlugin(t)
+	if os.Getenv("NIOC_TEST_COMPILE_LARGE") == "1" {
+		compileLargeKernel(t)
+		return
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("one core: XLA's thread pool has nothing to split a kernel over")
+	}
+	split := func(flags string) bool {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCPUFlagsKeepKernelsWhole$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "NIOC_TEST_COMPILE_LARGE=1", EnvXLACache+"=off", EnvXLAFusion+"=",
+			"XLA_FLAGS="+flags+" --xla_dump_to="+dir+" --xla_dump_hlo_as_text")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		dumps, err := filepath.Glob(filepath.Join(dir, "*large*after_optimizations.txt"))
+		require.NoError(t, err)
+		require.NotEmpty(t, dumps, "%s", out)
+		for _, f := range dumps {
+			text, err := os.ReadFile(f)
+			require.NoError(t, err)
+			if strings.Contains(string(text), "outer_dimension_partitions") {
+				return true
+			}
+		}
+		return false
+	}
+	assert.True(t, split(""), "XLA's own passes split the kernel")
+	assert.False(t, split(CPUFlags(FusionBarriers)), "with %s they do not", CPUFlags(FusionBarriers))
+}
+
+// compileLargeKernel compiles and runs a program of one element-wise kernel over 512 × 512
+// values on the CPU plugin.
+func compileLargeKernel(t *testing.T) {
+	b, err := newXLA("cpu")
+	require.NoError(t, err)
+	prog := NewProgram(b, "large", func(g *G.Graph, in []*G.Node) []*G.Node {
+		s := N(in[0])
+		return []*G.Node{Add(Mul(s, s), Sqrt(Square(s))).Node(g)}
+	})
+	_, err = prog.Run(NewTensor(make([]float64, 512*512), 512, 512))
+	require.NoError(t, err)
 }

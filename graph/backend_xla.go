@@ -58,8 +58,8 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 			// go-xla v0.1.4 would otherwise point XLA at a path of its developer's machine.
 			flags = append(flags, "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
 		}
-		if fusion == FusionOff {
-			flags = append(flags, CPUFlags)
+		if cpu {
+			flags = append(flags, CPUFlags(fusion))
 		}
 		if len(flags) > 0 {
 			os.Setenv("XLA_FLAGS", strings.Join(flags, " "))

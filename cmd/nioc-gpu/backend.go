@@ -57,6 +57,11 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "fusion: $%s=%s\n", graph.EnvXLAFusion, f)
 	}
+	if f := os.Getenv("XLA_FLAGS"); f == "" {
+		fmt.Fprintf(stdout, "XLA_FLAGS: unset, so nioc-gpu sets %s for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)\n", graph.CPUFlags(graph.FusionBarriers))
+	} else {
+		fmt.Fprintf(stdout, "XLA_FLAGS=%s: yours; nioc-gpu adds none\n", f)
+	}
 	switch m := os.Getenv(graph.EnvXLASinCos); m {
 	case "":
 		fmt.Fprintf(stdout, "sine and cosine: written out as element-wise operations on the CPU plugin with fusion on, XLA's elsewhere ($%s=own|libm)\n", graph.EnvXLASinCos)
