@@ -40,9 +40,9 @@ const DefaultXLACacheMax = 4_000_000_000
 // it is the default rather than one asked for: the variable's value where set ("" or "off":
 // none); unset, nioc-gpu/xla in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME
 // or ~/.cache on Linux), for every plugin: a GPU compiles a batch shape's programs in 15–25 s
-// and loads them in 0.5–2 s (docs/backends.md, "H100, measured 2026-11-27"), the CPU plugin
-// compiles a task's in 3–15 s on 2 cores and loads them in 0.1–0.3 s, several times the
-// time of a fit of one subject (docs/backends.md, "Compiled programs kept between
+// and loads them in 0.5–2 s (docs/backends.md, "H100, measured 2026-11-27"); the CPU
+// plugin's compiles add 4–14 s to a task's first fit on 2 cores, several times the fit
+// itself, and its loads tenths of a second (docs/backends.md, "Compiled programs kept between
 // processes"). "" where there is none.
 func XLACacheDir() (dir string, byDefault bool) {
 	return xlaCacheDir(os.LookupEnv, os.UserCacheDir)
