@@ -57,11 +57,7 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "fusion: $%s=%s\n", graph.EnvXLAFusion, f)
 	}
-	if f := os.Getenv("XLA_FLAGS"); f == "" {
-		fmt.Fprintf(stdout, "XLA_FLAGS: unset, so nioc-gpu sets %s for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)\n", graph.CPUFlags(graph.FusionBarriers))
-	} else {
-		fmt.Fprintf(stdout, "XLA_FLAGS=%s: yours; nioc-gpu adds none\n", f)
-	}
+	fmt.Fprintln(stdout, flagsLine())
 	switch m := os.Getenv(graph.EnvXLASinCos); m {
 	case "":
 		fmt.Fprintf(stdout, "sine and cosine: written out as element-wise operations on the CPU plugin with fusion on, XLA's elsewhere ($%s=own|libm)\n", graph.EnvXLASinCos)
@@ -134,6 +130,15 @@ func smokeTest(path string) string {
 		}
 	}
 	return fmt.Sprintf("usable: %s, float64 results equal the Go backend's to %.1e (compile+run %v)%s", bx.Name(), worst, took.Round(time.Millisecond), cache)
+}
+
+// flagsLine says which XLA_FLAGS apply: the user's, or where unset those nioc-gpu sets for the
+// CPU plugin (graph.CPUFlags).
+func flagsLine() string {
+	if f := os.Getenv("XLA_FLAGS"); f != "" {
+		return fmt.Sprintf("XLA_FLAGS=%s: yours; nioc-gpu adds none", f)
+	}
+	return fmt.Sprintf("XLA_FLAGS: unset, so nioc-gpu sets %s for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)", graph.CPUFlags(graph.FusionBarriers))
 }
 
 // cacheLine says where XLA keeps its compiled programs (graph.XLACacheDir), how many it holds

@@ -35,3 +35,12 @@ func TestCacheLine(t *testing.T) {
 	t.Setenv(graph.EnvXLACache, "off")
 	assert.Contains(t, cacheLine(), "off (set $NIOC_XLA_CACHE=DIR")
 }
+
+// TestFlagsLine: what `nioc-gpu backend` says of XLA_FLAGS: nioc-gpu's for the CPU plugin where
+// unset, the user's otherwise.
+func TestFlagsLine(t *testing.T) {
+	t.Setenv("XLA_FLAGS", "")
+	assert.Equal(t, "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)", flagsLine())
+	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
+	assert.Equal(t, "XLA_FLAGS=--xla_dump_to=/tmp/d: yours; nioc-gpu adds none", flagsLine())
+}
