@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -43,4 +44,29 @@ func TestFlagsLine(t *testing.T) {
 	assert.Equal(t, "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)", flagsLine())
 	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
 	assert.Equal(t, "XLA_FLAGS=--xla_dump_to=/tmp/d: yours; nioc-gpu adds none", flagsLine())
+}
+
+// TestXLACompiledNote: what fit and sample say after a run that compiled XLA programs: nothing
+// without a cache or when all were loaded, where they are kept, or why none could be.
+func TestXLACompiledNote(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   graph.CacheStats
+		ok   bool
+		want string
+	}{
+		{"no cache", graph.CacheStats{}, false, ""},
+		{"all loaded", graph.CacheStats{Hits: 7}, true, ""},
+		{"compiled and kept", graph.CacheStats{Hits: 2, Misses: 7, Stored: 7}, true,
+			"xla: compiled 7 programs and kept them in /c: later runs of this task and batch size load them instead"},
+		{"not kept", graph.CacheStats{Misses: 3, Failed: 3, LastErr: "read-only file system"}, true,
+			"xla: compiled 3 programs; none could be kept in /c (read-only file system)"},
+	} {
+		assert.Equal(t, tc.want, xlaCompiledNote(tc.st, tc.ok, "/c"), tc.name)
+	}
+	var b strings.Builder
+	bg, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	noteXLACompiled(bg, nil, false, &b)
+	assert.Empty(t, b.String(), "the Go backend compiles nothing")
 }

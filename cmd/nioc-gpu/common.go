@@ -242,6 +242,34 @@ func (tf *taskFlags) namedModel() (models.Model, error) {
 	return m, nil
 }
 
+// noteXLACompiled says on stderr, after a run on b that ended without error (err nil) and not
+// quiet, that XLA compiled programs in it and where they are kept for the next run
+// (xlaCompiledNote), since a first XLA run spends seconds compiling without a word.
+func noteXLACompiled(b backends.Backend, err error, quiet bool, stderr io.Writer) {
+	if err != nil || quiet {
+		return
+	}
+	st, ok := graph.XLACacheStats(b)
+	dir, _ := graph.XLACacheDir()
+	if note := xlaCompiledNote(st, ok, dir); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+}
+
+// xlaCompiledNote says how many programs XLA compiled in a process whose compiled-program
+// cache in dir did st (graph.XLACacheStats; ok false: no cache), and that they are kept
+// there: "" where none was compiled (all loaded from the cache) or there is no cache (the Go
+// backend, NIOC_XLA_CACHE=off).
+func xlaCompiledNote(st graph.CacheStats, ok bool, dir string) string {
+	switch {
+	case !ok || st.Misses == 0:
+		return ""
+	case st.Stored == 0:
+		return fmt.Sprintf("xla: compiled %d programs; none could be kept in %s (%s)", st.Misses, dir, st.LastErr)
+	}
+	return fmt.Sprintf("xla: compiled %d programs and kept them in %s: later runs of this task and batch size load them instead", st.Stored, dir)
+}
+
 func (tf *taskFlags) backendOrErr() (backends.Backend, error) {
 	name := tf.backend
 	if name != "" && name != graph.BackendGo && name != graph.BackendXLA {

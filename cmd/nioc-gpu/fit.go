@@ -178,7 +178,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, sf.out, sf.quiet, stderr)
+	err = fitFile(ctx, fitter, e.Spec(), e.Options(), set, k, n, sf.out, sf.quiet, stderr)
+	noteXLACompiled(e.Backend(), err, sf.quiet, stderr)
+	return err
 }
 
 // readStarts returns the estimates that the results file path holds for the subjects of set in

@@ -168,7 +168,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return sampleData(sampler, m, set, &sf, &f, &ff, k, n, fromFit, stderr)
+	err = sampleData(sampler, m, set, &sf, &f, &ff, k, n, fromFit, stderr)
+	noteXLACompiled(e.Backend(), err, sf.quiet, stderr)
+	return err
 }
 
 // checkSampleOutputs refuses the outputs of a sample run that exist (unless --resume or
