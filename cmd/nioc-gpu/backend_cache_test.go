@@ -59,6 +59,8 @@ func TestXLACompiledNote(t *testing.T) {
 		{"all loaded", graph.CacheStats{Hits: 7}, true, ""},
 		{"compiled and kept", graph.CacheStats{Hits: 2, Misses: 7, Stored: 7}, true,
 			"xla: compiled 7 programs and kept them in /c: later runs of this task and batch size load them instead"},
+		{"some kept", graph.CacheStats{Misses: 7, Stored: 5, Failed: 2, LastErr: "no space left on device"}, true,
+			"xla: compiled 7 programs and kept 5 in /c (the others: no space left on device): later runs of this task and batch size load those instead"},
 		{"not kept", graph.CacheStats{Misses: 3, Failed: 3, LastErr: "read-only file system"}, true,
 			"xla: compiled 3 programs; none could be kept in /c (read-only file system)"},
 	} {

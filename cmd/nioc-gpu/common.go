@@ -266,6 +266,8 @@ func xlaCompiledNote(st graph.CacheStats, ok bool, dir string) string {
 		return ""
 	case st.Stored == 0:
 		return fmt.Sprintf("xla: compiled %d programs; none could be kept in %s (%s)", st.Misses, dir, st.LastErr)
+	case st.Stored < st.Misses:
+		return fmt.Sprintf("xla: compiled %d programs and kept %d in %s (the others: %s): later runs of this task and batch size load those instead", st.Misses, st.Stored, dir, st.LastErr)
 	}
 	return fmt.Sprintf("xla: compiled %d programs and kept them in %s: later runs of this task and batch size load them instead", st.Stored, dir)
 }
