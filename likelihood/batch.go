@@ -78,6 +78,8 @@ type Batching struct {
 	// accelerator the trials stay on the device. A row is known by its slice: the caller must
 	// not change a row's trials in place while it keeps them.
 	Keep bool
+	// lanes: the rows are single trials that EvalRows runs as lanes (evalLanes).
+	lanes bool
 }
 
 // EvalRows returns the log-likelihood of the trials rows[i] at the parameters theta[i] (fitting
@@ -93,6 +95,9 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 	}
 	if len(rows) == 0 {
 		return nil, nil, nil
+	}
+	if !b.lanes && e.lanes() {
+		return e.evalLanes(rows, theta, b)
 	}
 	if b.MaxBatch > 0 && e.splitsTrials() {
 		if ll, grad, ok, err := e.evalSplit(rows, theta, b); ok {
@@ -199,6 +204,11 @@ func (e *Evaluator) plan(rows [][][][]float64, b Batching) (trials, steps int, l
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
 	ladder = chunkLadder(chunkMost(maxBatch, trials, steps, host, slow), b.Most, workers, slow, host)
+	if b.lanes {
+		for i, c := range ladder {
+			ladder[i] = laneChunk(c)
+		}
+	}
 	return trials, steps, ladder, ladderRung(ladder, len(rows), rungWorkers(workers, slow, host))
 }
 

@@ -33,6 +33,9 @@ type Data struct {
 	// dev holds the looped form's inputs of a chunk whose states were gathered on the device
 	// from its distinct rows (prepareChunk); states is then nil.
 	dev *dataTensors
+	// lanes: every trial is a row of its own (packLanes): Eval takes a θ per trial and
+	// returns each trial's log-likelihood and gradient.
+	lanes bool
 }
 
 // Varying reports whether d has trials shorter than Steps.

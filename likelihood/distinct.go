@@ -55,6 +55,13 @@ func distinctBucket(u int) int {
 // looped form. Trials of their own length (Data.Varying) are packed as before, as are any
 // rows prepare refuses (its errors name the chunk's rows).
 func (e *Evaluator) prepareChunk(rows [][][][]float64, trials, steps int) (*Data, error) {
+	if e.lanes() && trials == 1 && len(rows)%LaneWidth == 0 {
+		d, err := e.prepare(rows, trials, steps)
+		if err == nil {
+			packLanes(d)
+		}
+		return d, err
+	}
 	if !e.looped() || !e.engine.WhileLoops() {
 		return e.prepare(rows, trials, steps)
 	}

@@ -57,6 +57,7 @@ func TestPrepareChunkGathers(t *testing.T) {
 	}
 	bx, err := graph.NewBackend(graph.BackendXLA)
 	require.NoError(t, err)
+	t.Setenv(EnvLanes, "off") // lanes (LinearizeData here) pack single trials, never gather
 	// One core: EvalRows then runs all rows as one chunk, the shape Eval runs below (XLA's
 	// code for another shape may differ in the last bits).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -335,11 +335,15 @@ func (e *Evaluator) Eval(d *Data, theta [][]float64) (loglik []float64, grad [][
 func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) (loglik []float64, grad [][]float64, err error) {
 	spec := e.spec
 	p := len(spec.Params)
-	if len(theta) != d.Rows {
-		return nil, nil, fmt.Errorf("%d parameter vectors for %d data rows", len(theta), d.Rows)
+	rows := d.Rows // the parameter vectors, and the results: one per trial in lanes
+	if d.lanes {
+		rows = d.Rows * d.Trials
 	}
-	copies := 1 // θ entries per row: one per trial for perTrajectory
-	if e.perTrajectory() {
+	if len(theta) != rows {
+		return nil, nil, fmt.Errorf("%d parameter vectors for %d data rows", len(theta), rows)
+	}
+	copies := 1 // θ entries per row: one per trial for perTrajectory, the lanes' own in lanes
+	if e.perTrajectory() || d.lanes {
 		copies = d.Trials
 	}
 	flat := make([]float64, p*d.Rows*copies)
@@ -348,12 +352,16 @@ func (e *Evaluator) EvalAt(d *Data, theta [][]float64, nominal *control.Policy) 
 			return nil, nil, fmt.Errorf("parameter vector %d has %d values, task %s has %d", r, len(th), spec.Name, p)
 		}
 		for i, v := range th {
+			if d.lanes {
+				flat[i*rows+r] = v
+				continue
+			}
 			for j := range copies {
 				flat[(i*d.Rows+r)*copies+j] = v
 			}
 		}
 	}
-	n, k, T, P := len(spec.States), len(spec.Controls), d.Steps, d.Rows
+	n, k, T, P := len(spec.States), len(spec.Controls), d.Steps, rows
 	if e.opts.Linearize == LinearizeILQG {
 		if nominal == nil || nominal.Problems != P || nominal.Steps != T {
 			return nil, nil, fmt.Errorf("linearize ilqg: need the iLQG solution for %d rows and %d steps", P, T)

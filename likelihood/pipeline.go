@@ -37,7 +37,8 @@ type flowInputs struct {
 	// for LinearizeMean the T+1 states of each trial's nominal, n entries, [P, N] or [P, 1].
 	running, ends, nominal []*graph.Value
 	// perTrajectory: the result is the log-likelihood of each trial, 0 for padding, batch
-	// [P, N], and θ may have a copy per trial (batch [P, N]); see Evaluator.perTrajectory.
+	// [P, N], and θ may have a copy per trial (batch [P, N]); see Evaluator.perTrajectory
+	// and, for the looped form, lanes.
 	perTrajectory bool
 }
 
@@ -357,7 +358,7 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}()
 	data, release := d.tensors(len(e.spec.States), e.engine.WhileLoops())
 	defer release()
-	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal))
+	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d lanes%t", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal), d.lanes)
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
 		total := e.pipeline(dry, e.loopedInputs(dry, data, d, flat, nominal))
 		if !e.opts.ValueOnly {
@@ -385,7 +386,11 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 func (e *Evaluator) loopedInputs(tp *graph.Tape, data *dataTensors, d *Data, flat []float64, nominal *control.Policy) flowInputs {
 	p, n, k := len(e.spec.Params), len(e.spec.States), len(e.spec.Controls)
 	T, P, N := d.Steps, d.Rows, d.Trials
-	in := flowInputs{theta: tp.Input(flat, p, []int{P, 1}, true)}
+	copies := 1 // θ per row, or per lane (lanes)
+	if d.lanes {
+		copies = N
+	}
+	in := flowInputs{theta: tp.Input(flat, p, []int{P, copies}, true), perTrajectory: d.lanes}
 	if e.opts.Linearize == LinearizeILQG {
 		one := []int{P, 1}
 		in.Xbar, in.Ubar = tp.Series(nominal.Xbar, T+1, n, one, false), tp.Series(nominal.Ubar, T, k, one, false)

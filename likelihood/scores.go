@@ -22,6 +22,9 @@ func (e *Evaluator) TrialScores(trials [][][]float64, theta []float64) (loglik [
 	if e.opts.ValueOnly {
 		return nil, nil, fmt.Errorf("trial scores need the gradient: the evaluator is value-only")
 	}
+	if e.lanes() {
+		return e.laneScores(trials, theta)
+	}
 	whole, err := e.prepare([][][][]float64{trials}, 0, 0)
 	if err != nil {
 		return nil, nil, err
