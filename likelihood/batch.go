@@ -113,7 +113,7 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 		chunk, _ = e.chunks.choose(ideal, len(rows), workers, trials, steps, ladder, e.meanBuild(), false, false)
 	} else {
 		var start bool
-		chunk, start = e.chunks.choose(ideal, len(rows), rungWorkers(workers, slow, host), trials, steps, ladder, e.shapeBuild(), true, !host)
+		chunk, start = e.chunks.choose(ideal, len(rows), rungWorkers(workers, slow, host), trials, steps, ladder, e.shapeBuild(), true, !host || b.lanes)
 		if start {
 			e.buildChunk(ideal, rows, theta, trials, steps)
 		}

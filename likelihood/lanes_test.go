@@ -15,7 +15,8 @@ import (
 // those of the row evaluated whole in the usual [rows, trials] layout, to 1e-12 (the trials
 // are summed on the host there, in the graph here), for rows of different θ and numbers of
 // trials (with a fitted temperature), trials of their own length, the MCE baseline, full
-// observability and value only. Under LinearizeMean nothing runs as lanes.
+// observability and value only. Under LinearizeMean, with forward-mode gradients, in the unrolled
+// form and with NIOC_LANES=off nothing runs as lanes.
 func TestLanesEqualRows(t *testing.T) {
 	bx, _ := xlaAndGo(t)
 	m, err := models.Get("pendulum")
@@ -23,23 +24,31 @@ func TestLanesEqualRows(t *testing.T) {
 	natural, _ := testTheta(m.Spec())
 	same := simulateTrials(t, m, control.ObservePartial, natural, 5, 8, 21)
 	varying := simulateLengths(t, m, natural, []int{8, 6, 8, 7, 5}, 22)
+	for _, o := range []Options{{Linearize: LinearizeMean}, {ForwardGradient: true}, {Form: FormUnrolled}} {
+		e, err := New(m, bx, o)
+		require.NoError(t, err)
+		assert.False(t, e.lanes(), "%+v: no lanes", o)
+	}
+	t.Setenv(EnvLanes, "off")
+	e, err := New(m, bx, Options{})
+	require.NoError(t, err)
+	assert.False(t, e.lanes(), "NIOC_LANES=off")
+	t.Setenv(EnvLanes, "")
 	for _, c := range []struct {
 		name   string
 		opts   Options
 		trials [][][]float64
-		lanes  bool
 	}{
-		{"data/fit-temperature", Options{FitTemperature: true}, same, true},
-		{"data/own lengths", Options{}, varying, true},
-		{"data/baseline", Options{Method: MCEBaseline}, same, true},
-		{"data/full", Options{Observe: control.ObserveFull}, same, true},
-		{"data/value only", Options{ValueOnly: true}, same, true},
-		{"mean", Options{Linearize: LinearizeMean}, same, false},
+		{"data/fit-temperature", Options{FitTemperature: true}, same},
+		{"data/own lengths", Options{}, varying},
+		{"data/baseline", Options{Method: MCEBaseline}, same},
+		{"data/full", Options{Observe: control.ObserveFull}, same},
+		{"data/value only", Options{ValueOnly: true}, same},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, err := New(m, bx, c.opts)
 			require.NoError(t, err)
-			require.Equal(t, c.lanes, e.lanes())
+			require.True(t, e.lanes())
 			theta := withTemperature(m.Spec(), c.opts)
 			other := append([]float64(nil), theta...)
 			other[0] += 0.1
@@ -67,44 +76,69 @@ func TestLanesEqualRows(t *testing.T) {
 			for k := range e.chunks.sizes {
 				ran = ran || (k.trials == 1 && k.rows%LaneWidth == 0)
 			}
-			assert.Equal(t, c.lanes, ran, "chunks of lanes ran")
+			assert.True(t, ran, "chunks of lanes ran")
 		})
 	}
 }
 
-// TestLanesBitsIndependentOfChunk: a row's log-likelihood and gradient from EvalRows in lanes
-// are the same bits alone and among other rows, in chunks of 1, 2 and 4 array rows of lanes
-// (Batching.Most sets the size) and at other positions in them, so that a subject fitted in a
-// queue gets the estimates of the subject fitted alone; the trial scores are the lanes' values
-// and run in a compiled chunk. A kernel compiled for another inner
-// length changes the last bits; the outer length does not.
+// TestLanesBitsIndependentOfChunk: a trial's log-likelihood and gradient in lanes are the same
+// bits in chunks of 1, 2 and 4 array rows of lanes and at any lane, next to trials of other θ,
+// so that a subject fitted in a queue gets the estimates of the subject fitted alone: a kernel
+// compiled for another inner length changes the last bits, the outer length does not. EvalRows
+// sums them in trial order, alone or among other rows, and TrialScores gives them, in a chunk
+// size compiled for other calls.
 func TestLanesBitsIndependentOfChunk(t *testing.T) {
 	bx, _ := xlaAndGo(t)
 	m, err := models.Get("pendulum")
 	require.NoError(t, err)
 	natural, theta := testTheta(m.Spec())
 	trials := simulateTrials(t, m, control.ObservePartial, natural, 4, 8, 23)
+	filler := simulateTrials(t, m, control.ObservePartial, natural, 3, 8, 24)
 	e, err := New(m, bx, Options{})
 	require.NoError(t, err)
 	require.True(t, e.lanes())
 	other := append([]float64(nil), theta...)
 	other[1] += 0.05
-	want, wantGrad, err := e.EvalRows([][][][]float64{trials}, [][]float64{theta}, Batching{Most: 1})
-	require.NoError(t, err)
-	sizes := map[int]bool{}
-	for _, c := range []struct{ rows, most int }{
-		{2, 1},     // Most below the call: small chunks
-		{7, 40},    // 28 trials
-		{40, 200},  // 160 trials, rows of others first
-		{70, 200},  // 280 trials: the row in a later chunk
-		{16, 400},  // the row's trials at other lanes
-		{3, 0},     // Most unknown
-		{33, 40},   // the row's trials over two chunks
-		{1, 2000},  // alone, as in a large queue
-		{5, 1},     // back to the smallest
-		{20, 400},  // the row's trials straddle two array rows
-		{12, 1000}, // as above, another Most
-	} {
+
+	var lanes []float64 // the trials' values in the first chunk
+	var laneGrad [][]float64
+	for _, c := range []struct{ size, at int }{{64, 0}, {64, 37}, {128, 62}, {256, 3}, {256, 200}} {
+		rows := make([][][][]float64, c.size)
+		thetas := make([][]float64, c.size)
+		for i := range rows {
+			rows[i], thetas[i] = filler[i%3:i%3+1], other
+		}
+		for j := range trials {
+			rows[c.at+j], thetas[c.at+j] = trials[j:j+1], theta
+		}
+		d, err := e.prepareChunk(rows, 1, 0)
+		require.NoError(t, err)
+		require.True(t, d.lanes)
+		require.Equal(t, c.size/LaneWidth, d.Rows)
+		ll, grad, err := e.Eval(d, thetas)
+		require.NoError(t, err)
+		if lanes == nil {
+			lanes, laneGrad = ll[c.at:c.at+4], grad[c.at:c.at+4]
+			continue
+		}
+		assert.Equal(t, lanes, ll[c.at:c.at+4], "chunk of %d, lanes from %d: log-likelihoods", c.size, c.at)
+		assert.Equal(t, laneGrad, grad[c.at:c.at+4], "chunk of %d, lanes from %d: gradients", c.size, c.at)
+	}
+	sum, sumGrad := 0.0, make([]float64, len(theta))
+	for r := range lanes {
+		sum += lanes[r]
+		for i := range sumGrad {
+			sumGrad[i] += laneGrad[r][i]
+		}
+	}
+
+	for range 2 { // the planner pads into a size once it has run, not only compiled
+		ll, grad, err := e.EvalRows([][][][]float64{trials}, [][]float64{theta}, Batching{Most: 2000})
+		require.NoError(t, err)
+		assert.Equal(t, sum, ll[0], "alone: the lanes' sum in trial order")
+		assert.Equal(t, sumGrad, grad[0], "alone: gradient")
+	}
+	for _, c := range []struct{ rows, most int }{{7, 40}, {40, 200}, {3, 0}} {
 		rows := make([][][][]float64, c.rows)
 		thetas := make([][]float64, c.rows)
 		for i := range rows {
@@ -113,40 +147,16 @@ func TestLanesBitsIndependentOfChunk(t *testing.T) {
 		rows[c.rows*3/4], thetas[c.rows*3/4] = trials, theta
 		ll, grad, err := e.EvalRows(rows, thetas, Batching{Most: c.most})
 		require.NoError(t, err)
-		assert.Equal(t, want[0], ll[c.rows*3/4], "%d rows, Most %d: log-likelihood", c.rows, c.most)
-		assert.Equal(t, wantGrad[0], grad[c.rows*3/4], "%d rows, Most %d: gradient", c.rows, c.most)
-		_, _, _, ideal := e.plan(singleRows(rows), Batching{Trials: 1, Most: c.most * 4, lanes: true})
-		assert.Zero(t, ideal%LaneWidth, "whole array rows of lanes")
-		sizes[ideal] = true
+		assert.Equal(t, sum, ll[c.rows*3/4], "%d rows, Most %d: log-likelihood", c.rows, c.most)
+		assert.Equal(t, sumGrad, grad[c.rows*3/4], "%d rows, Most %d: gradient", c.rows, c.most)
 	}
-	assert.GreaterOrEqual(t, len(sizes), 3, "chunks of several sizes: %v", sizes)
 
-	// The trial scores are the lanes' own values, summed above in trial order, in a chunk
-	// size already compiled.
 	builds := e.Stats().Builds
 	scores, scoreGrad, err := e.TrialScores(trials, theta)
 	require.NoError(t, err)
 	assert.Equal(t, builds, e.Stats().Builds, "no program built for the trial scores")
-	sum, sumGrad := 0.0, make([]float64, len(theta))
-	for r := range scores {
-		sum += scores[r]
-		for i := range sumGrad {
-			sumGrad[i] += scoreGrad[r][i]
-		}
-	}
-	assert.Equal(t, want[0], sum, "the trial scores sum to the row's log-likelihood")
-	assert.Equal(t, wantGrad[0], sumGrad, "and gradient")
-}
-
-// singleRows returns the trials of rows as rows of one trial each (evalLanes).
-func singleRows(rows [][][][]float64) [][][][]float64 {
-	var out [][][][]float64
-	for _, row := range rows {
-		for j := range row {
-			out = append(out, row[j:j+1])
-		}
-	}
-	return out
+	assert.Equal(t, lanes, scores, "trial scores")
+	assert.Equal(t, laneGrad, scoreGrad, "trial scores' gradients")
 }
 
 // laneChunk rounds chunk sizes up to whole array rows of lanes.
