@@ -26,17 +26,27 @@ import (
 // same bits whatever else shares its chunk and whatever chunk size the planner chose
 // (TestLanesBitsIndependentOfChunk), and a subject's fit in a queue equals its fit alone.
 
-// EnvLanes is the environment variable that turns lanes off ("off"), for measurements.
+// EnvLanes is the environment variable that turns lanes off ("off"), for measurements, or on
+// ("on") where they are not the default: on an accelerator (not measured on one yet).
 const EnvLanes = "NIOC_LANES"
 
 // LaneWidth is the inner dimension of a lanes chunk: trajectories per array row.
 const LaneWidth = 64
 
-// lanes reports whether EvalRows runs its trials as lanes: the looped form on XLA's CPU
-// plugin under LinearizeData, with reverse-mode gradients, unless NIOC_LANES=off.
+// lanes reports whether EvalRows runs its trials as lanes: the looped form under
+// LinearizeData with reverse-mode gradients, on XLA's CPU plugin unless NIOC_LANES=off, and
+// on an accelerator with NIOC_LANES=on.
 func (e *Evaluator) lanes() bool {
-	return e.opts.Linearize == LinearizeData && e.looped() && graph.CompilesSlowly(e.backend) && runsOnHost(e.backend) &&
-		!e.opts.ForwardGradient && os.Getenv(EnvLanes) != "off"
+	if e.opts.Linearize != LinearizeData || !e.looped() || e.opts.ForwardGradient {
+		return false
+	}
+	switch os.Getenv(EnvLanes) {
+	case "off":
+		return false
+	case "on":
+		return true
+	}
+	return graph.CompilesSlowly(e.backend) && runsOnHost(e.backend)
 }
 
 // evalLanes is EvalRows in lanes: each trial of rows becomes a row of its own (a subslice of

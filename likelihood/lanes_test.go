@@ -4,7 +4,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +19,7 @@ import (
 // are summed on the host there, in the graph here), for rows of different θ and numbers of
 // trials (with a fitted temperature), trials of their own length, the MCE baseline, full
 // observability and value only. Under LinearizeMean, with forward-mode gradients, in the unrolled
-// form and with NIOC_LANES=off nothing runs as lanes.
+// form and with NIOC_LANES=off nothing runs as lanes, nor on an accelerator unless NIOC_LANES=on.
 func TestLanesEqualRows(t *testing.T) {
 	bx, _ := xlaAndGo(t)
 	m, err := models.Get("pendulum")
@@ -33,6 +36,13 @@ func TestLanesEqualRows(t *testing.T) {
 	e, err := New(m, bx, Options{})
 	require.NoError(t, err)
 	assert.False(t, e.lanes(), "NIOC_LANES=off")
+	defer func(f func(backends.Backend) bool) { runsOnHost = f }(runsOnHost)
+	runsOnHost = func(backends.Backend) bool { return false } // as on a GPU
+	t.Setenv(EnvLanes, "")
+	assert.False(t, e.lanes(), "not on an accelerator by default")
+	t.Setenv(EnvLanes, "on")
+	assert.True(t, e.lanes(), "NIOC_LANES=on")
+	runsOnHost = graph.RunsOnHost
 	t.Setenv(EnvLanes, "")
 	for _, c := range []struct {
 		name   string
