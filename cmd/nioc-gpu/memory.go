@@ -112,8 +112,8 @@ func checkMaxBatch(fs *flag.FlagSet, maxBatch int) error {
 
 // maxBatchDoc is the help of --max-batch, what counts toward it first.
 func maxBatchDoc(what string) string {
-	return fmt.Sprintf("%s evaluated per graph run (bounds memory); by default chosen by backend: %d, on a GPU %d trajectory steps (%d trials of 50 steps)",
-		what, likelihood.DefaultMaxBatch, likelihood.AcceleratorBatchSteps, likelihood.AcceleratorBatchSteps/50)
+	return fmt.Sprintf("%s evaluated per graph run (bounds memory); by default chosen by backend: %d, on a GPU %d trajectory steps (%d trials of 50 steps); where XLA's CPU plugin runs trials as lanes, rounded up to a multiple of %d trials",
+		what, likelihood.DefaultMaxBatch, likelihood.AcceleratorBatchSteps, likelihood.AcceleratorBatchSteps/50, likelihood.LaneWidth)
 }
 
 // planMemory applies --max-memory to the evaluations of set: likelihood.PlanMemory chooses the
