@@ -1,6 +1,7 @@
 package likelihood
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -59,6 +60,12 @@ func (e *Evaluator) evalLanes(rows [][][][]float64, theta [][]float64, b Batchin
 	var owner []int
 	trials := b.Trials
 	for r, row := range rows {
+		switch {
+		case len(row) == 0:
+			return nil, nil, fmt.Errorf("row %d has no trials", r)
+		case b.Trials > 0 && len(row) > b.Trials:
+			return nil, nil, fmt.Errorf("row %d has %d trials, more than %d", r, len(row), b.Trials)
+		}
 		trials = max(trials, len(row))
 		for j := range row {
 			single = append(single, row[j:j+1])
@@ -69,6 +76,10 @@ func (e *Evaluator) evalLanes(rows [][][][]float64, theta [][]float64, b Batchin
 	lb := Batching{Trials: 1, MaxBatch: b.MaxBatch, Most: b.Most * trials, Keep: b.Keep, lanes: true}
 	l, g, err := e.EvalRows(single, thetas, lb)
 	if err != nil {
+		// An error about a chunk's row i names a trial: say which row's, as Prepare does.
+		if _, perr := e.prepare(rows, b.Trials, 0); perr != nil {
+			return nil, nil, perr
+		}
 		return nil, nil, err
 	}
 	ll := make([]float64, len(rows))

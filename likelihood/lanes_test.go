@@ -15,8 +15,8 @@ import (
 
 // TestLanesEqualRows: on XLA's CPU plugin, EvalRows runs LinearizeData's trials as lanes
 // (chunks of LaneWidth single-trial rows), and each row's log-likelihood and gradient equal
-// those of the row evaluated whole in the usual [rows, trials] layout, to 1e-12 (the trials
-// are summed on the host there, in the graph here), for rows of different θ and numbers of
+// those of the row evaluated whole in the usual [rows, trials] layout, to 1e-12 (lanes sum
+// a row's trials on the host, the usual layout in its program), for rows of different θ and numbers of
 // trials (with a fitted temperature), trials of their own length, the MCE baseline, full
 // observability and value only. Under LinearizeMean, with forward-mode gradients, in the unrolled
 // form and with NIOC_LANES=off nothing runs as lanes, nor on an accelerator unless NIOC_LANES=on.
@@ -173,5 +173,37 @@ func TestLanesBitsIndependentOfChunk(t *testing.T) {
 func TestLaneChunk(t *testing.T) {
 	for _, c := range []struct{ in, want int }{{1, 64}, {64, 64}, {65, 128}, {250, 256}, {256, 256}} {
 		assert.Equal(t, c.want, laneChunk(c.in), "%d", c.in)
+	}
+}
+
+// TestLanesBadRows: rows that Prepare refuses are refused in lanes with Prepare's words, naming
+// the caller's row, not a chunk's single-trial row.
+func TestLanesBadRows(t *testing.T) {
+	bx, _ := xlaAndGo(t)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, theta := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 3, 8, 25)
+	e, err := New(m, bx, Options{})
+	require.NoError(t, err)
+	require.True(t, e.lanes())
+	short := [][][]float64{trials[0], trials[1][:1]}
+	for _, c := range []struct {
+		name string
+		rows [][][][]float64
+		b    Batching
+		want string
+	}{
+		{"no trials", [][][][]float64{trials, {}}, Batching{}, "row 1 has no trials"},
+		{"more trials than padded to", [][][][]float64{trials[:1], trials}, Batching{Trials: 2}, "row 1 has 3 trials, more than 2"},
+		{"a trial of one state", [][][][]float64{trials, trials, short}, Batching{}, "row 2 trial 1 has 1 state(s)"},
+	} {
+		thetas := make([][]float64, len(c.rows))
+		for i := range thetas {
+			thetas[i] = theta
+		}
+		_, _, err := e.EvalRows(c.rows, thetas, c.b)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
 	}
 }
