@@ -35,6 +35,10 @@
 #                              (FIT_ARGS: more fit flags, e.g. "--uncertainty hessian
 #                              --check-draws 0" for the estimates alone; FIT_S: a time limit in
 #                              seconds, after which the subjects done are reported)
+#   bench/gpu/run.sh lanes     LANES_SUBJECTS (20) pendulum subjects (50 restarts × 50 trials, Hessian
+#                              only) fitted with trials as lanes off and on (NIOC_LANES; on the GPU
+#                              they are off by default, never measured there): wall time and
+#                              whether the estimates agree
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
 #                              vectors × 50 trials, up to the first size that fails
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
@@ -67,7 +71,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|fusion|fit|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -257,6 +261,25 @@ out=$OUT/$step.md
 		awk -v s="$start" -v e="$end" -v n="$(grep -vc '"error"' "$OUT/fit.jsonl")" 'BEGIN { w = e - s; printf "%d subjects fitted in %.1f s wall: %.0f subjects per hour\n", n, w, 3600 * n / w }'
 		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" # against the task's defaults, the truth
 		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
+		;;
+	lanes)
+		n=${LANES_SUBJECTS:-20}
+		bin/nioc-gpu simulate --task pendulum --subjects "$n" --trials 50 --seed 7 --force --out "$OUT/lanes.csv"
+		for l in off on; do
+			rm -f "$OUT/lanes-$l.jsonl" "$OUT/lanes-$l.csv" "$OUT/lanes-$l.jsonl.ckpt"
+			NIOC_LANES=$l bin/nioc-gpu fit --task pendulum --data "$OUT/lanes.csv" --restarts 50 --seed 1 --uncertainty hessian --check-draws 0 --out "$OUT/lanes-$l.jsonl" --quiet >/dev/null 2>&1 # compiles
+			rm -f "$OUT/lanes-$l.jsonl" "$OUT/lanes-$l.csv" "$OUT/lanes-$l.jsonl.ckpt"
+			start=$(date +%s.%N)
+			NIOC_LANES=$l bin/nioc-gpu fit --task pendulum --data "$OUT/lanes.csv" --restarts 50 --seed 1 --uncertainty hessian --check-draws 0 --out "$OUT/lanes-$l.jsonl" --quiet
+			end=$(date +%s.%N)
+			awk -v s="$start" -v e="$end" -v l="$l" -v n="$n" 'BEGIN { printf "NIOC_LANES=%s: %d pendulum subjects in %.1f s wall (programs compiled in a run before)\n", l, n, e - s }'
+		done
+		python3 - "$OUT/lanes-off.jsonl" "$OUT/lanes-on.jsonl" <<'PY' || echo "(no python3: compare $OUT/lanes-off.jsonl and $OUT/lanes-on.jsonl by hand)"
+import json, sys
+a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
+worst = max(abs(x["params"][k] - y["params"][k]) / abs(x["params"][k]) for x, y in zip(a, b) for k in x["params"])
+print(f"largest relative difference of an estimate, lanes off against on: {worst:.1e}; evaluations {sum(x['evaluations'] for x in a)} against {sum(y['evaluations'] for y in b)}")
+PY
 		;;
 	sweep)
 		bin/bench-table -tasks reaching -rows "${ROWS:-1,50,500,2500,10000}" -fits=false -xla off
