@@ -3,7 +3,6 @@ package fit
 import (
 	"cmp"
 	"context"
-	"runtime"
 	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -162,7 +161,7 @@ func (f *Fitter) queueRows(trials int) int {
 	// The Go backend: four chunks per core. On 2 cores one a core took 4–8 % longer than all
 	// subjects at once (20 reaching subjects, 10 restarts), four took the same (80 subjects:
 	// 97.2 against 96.4 s).
-	chunks := 4 * max(1, runtime.GOMAXPROCS(0))
+	chunks := 4 * graph.Workers()
 	if b := f.e.Backend(); graph.CompilesSlowly(b) && !graph.RunsOnHost(b) {
 		// XLA on an accelerator: two chunks, one prepared and uploaded while the other runs;
 		// on an H200 one chunk alone took 23–40 % longer (100 reaching subjects) and every

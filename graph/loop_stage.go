@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -101,7 +100,7 @@ func (e *Engine) compile(p *stageProg, late bool) {
 	}
 }
 
-// parallel runs tasks (building and compiling programs) concurrently, GOMAXPROCS at a time,
+// parallel runs tasks (building and compiling programs) concurrently, Workers at a time,
 // adds the wall time to stats.Waited, and returns their panics as errors. Compiling dominates
 // an XLA evaluation's first call and the programs are independent, so compiling them this way
 // divides that time by the cores available.
@@ -113,7 +112,7 @@ func (e *Engine) parallel(tasks []func()) error {
 		e.mu.Unlock()
 	}()
 	errs := make([]error, len(tasks))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	sem := make(chan struct{}, Workers())
 	var wg sync.WaitGroup
 	for i, task := range tasks {
 		wg.Add(1)

@@ -2,7 +2,6 @@ package likelihood
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -105,7 +104,7 @@ func (e *Evaluator) EvalRows(rows [][][][]float64, theta [][]float64, b Batching
 		}
 	}
 	trials, steps, ladder, ideal := e.plan(rows, b)
-	workers := max(1, runtime.GOMAXPROCS(0))
+	workers := graph.Workers()
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
 	var chunk int
@@ -200,7 +199,7 @@ func (e *Evaluator) plan(rows [][][][]float64, b Batching) (trials, steps int, l
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxBatch
 	}
-	workers := max(1, runtime.GOMAXPROCS(0))
+	workers := graph.Workers()
 	slow := graph.CompilesSlowly(e.Backend())
 	host := runsOnHost(e.Backend())
 	ladder = chunkLadder(chunkMost(maxBatch, trials, steps, host, slow), b.Most, workers, slow, host)

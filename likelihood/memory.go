@@ -3,7 +3,6 @@ package likelihood
 import (
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -75,7 +74,7 @@ func PlanMemory(m models.Model, b backends.Backend, opts Options, steps int, bud
 		Looped:       int64(perStep) * int64(steps) * loopedStepBytes,
 		NodesPerStep: perStep,
 	}
-	workers := int64(max(1, runtime.GOMAXPROCS(0)))
+	workers := int64(graph.Workers())
 	if plan.Unrolled < budget {
 		nodes := int64(fixed + perStep*steps)
 		if per := (budget - plan.Unrolled) / (workers * nodes * unrolledTrajBytes); per >= 1 {

@@ -1,0 +1,62 @@
+package graph
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestWorkers: loading the CPU plugin (keepSpareP) raises GOMAXPROCS by one and Workers stays
+// what GOMAXPROCS was; once someone sets GOMAXPROCS to another value Workers follows it; with
+// NIOC_SPARE_P=off nothing changes; keepSpareP acts once a process.
+func TestWorkers(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	spareP.mu.Lock()
+	saved := spareP.to
+	spareP.to = 0
+	spareP.mu.Unlock()
+	t.Cleanup(func() {
+		runtime.GOMAXPROCS(prev)
+		spareP.mu.Lock()
+		spareP.to = saved
+		spareP.mu.Unlock()
+	})
+	runtime.GOMAXPROCS(2)
+	assert.Equal(t, 2, Workers(), "no spare P yet")
+
+	t.Setenv(EnvSpareP, "off")
+	keepSpareP()
+	assert.Equal(t, 2, runtime.GOMAXPROCS(0), "NIOC_SPARE_P=off")
+	assert.Equal(t, 2, Workers())
+
+	t.Setenv(EnvSpareP, "")
+	keepSpareP()
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "a spare P")
+	assert.Equal(t, 2, Workers(), "the workers GOMAXPROCS was")
+	keepSpareP()
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "once a process")
+
+	runtime.GOMAXPROCS(1)
+	assert.Equal(t, 1, Workers(), "GOMAXPROCS set since")
+	runtime.GOMAXPROCS(3)
+	assert.Equal(t, 2, Workers(), "back to the value with the spare P")
+}
+
+// TestCPUPluginKeepsASpareP: once XLA's CPU plugin is loaded GOMAXPROCS is one more than the
+// workers. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
+func TestCPUPluginKeepsASpareP(t *testing.T) {
+	if !HasXLA {
+		t.Skip("built without XLA")
+	}
+	if _, err := FindPlugin("cpu"); err != nil {
+		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
+	}
+	t.Setenv(EnvSpareP, "")
+	b, err := NewBackend(BackendXLA)
+	if !assert.NoError(t, err) {
+		return
+	}
+	defer b.Finalize()
+	assert.Equal(t, runtime.GOMAXPROCS(0)-1, Workers())
+}
