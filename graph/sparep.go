@@ -14,8 +14,8 @@ import (
 // kernel. With one P more than the fit's workers an idle P is always there, which is all the
 // monitor checks before it leaves a P in a cgo call alone. A pendulum fit of 50 restarts on 2
 // cores made 15,000 context switches with GOMAXPROCS 2 and 5,700 with 3 (two workers either
-// way); ten pendulum subjects of 50 restarts took 8.3–8.6 s and 14.7–15.8 CPU-seconds
-// against 7.4–7.9 s and 13.7–14.6 (2026-11-29, docs/backends.md, "A spare P").
+// way); ten pendulum subjects of 50 restarts took 8.3–8.6 s and 15.2–15.8 CPU-seconds
+// against 7.4–7.9 s and 13.8–14.6 (2026-11-29, docs/backends.md, "A spare P").
 
 // EnvSpareP set to off keeps GOMAXPROCS as it is when XLA's CPU plugin loads, for measurements.
 const EnvSpareP = "NIOC_SPARE_P"
