@@ -83,7 +83,6 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 	if cpu {
 		hostXLA.Store(b, struct{}{})
 		heapOnce.Do(func() { keepHostHeap() })
-		keepSpareP()
 	}
 	xb := b.(*xla.Backend)
 	client := xb.Client()

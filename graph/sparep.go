@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/gomlx/gomlx/backends"
 )
 
 // A spare P for the CPU plugin's calls. A program call on XLA's CPU plugin is a cgo call, during
@@ -15,7 +17,9 @@ import (
 // monitor checks before it leaves a P in a cgo call alone. A pendulum fit of 50 restarts on 2
 // cores made 15,000 context switches with GOMAXPROCS 2 and 5,700 with 3 (two workers either
 // way); ten pendulum subjects of 50 restarts took 8.3–8.6 s and 15.2–15.8 CPU-seconds
-// against 7.4–7.9 s and 13.8–14.6 (2026-11-29, docs/backends.md, "A spare P").
+// against 7.4–7.9 s and 13.8–14.6 (2026-11-29, docs/backends.md, "A spare P"). The sampler's
+// short lockstep calls (4 chains of a pendulum subject) ran 15–20 % slower with it, the cores
+// less busy (141 % against 163 %), so `fit` keeps one (KeepSpareP) and the others do not.
 
 // EnvSpareP set to off keeps GOMAXPROCS as it is when XLA's CPU plugin loads, for measurements.
 const EnvSpareP = "NIOC_SPARE_P"
@@ -25,8 +29,15 @@ var spareP struct {
 	to int // the GOMAXPROCS keepSpareP set, 0 before
 }
 
-// keepSpareP raises GOMAXPROCS by one, once a process, unless NIOC_SPARE_P=off; Workers stays
-// what GOMAXPROCS was.
+// KeepSpareP raises GOMAXPROCS by one, once a process, where b is XLA's CPU plugin, unless
+// NIOC_SPARE_P=off; Workers stays what GOMAXPROCS was.
+func KeepSpareP(b backends.Backend) {
+	if CompilesSlowly(b) && RunsOnHost(b) {
+		keepSpareP()
+	}
+}
+
+// keepSpareP is KeepSpareP for any backend.
 func keepSpareP() {
 	spareP.mu.Lock()
 	defer spareP.mu.Unlock()
@@ -38,8 +49,7 @@ func keepSpareP() {
 }
 
 // Workers returns how many chunks of work (graph runs, compiles) run at once: GOMAXPROCS, less
-// the spare P that loading XLA's CPU plugin adds (keepSpareP) while GOMAXPROCS is still the
-// value it set; at least 1.
+// the spare P of KeepSpareP while GOMAXPROCS is still the value it set; at least 1.
 func Workers() int {
 	n := runtime.GOMAXPROCS(0)
 	spareP.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestWorkers: loading the CPU plugin (keepSpareP) raises GOMAXPROCS by one and Workers stays
@@ -43,20 +44,36 @@ func TestWorkers(t *testing.T) {
 	assert.Equal(t, 2, Workers(), "back to the value with the spare P")
 }
 
-// TestCPUPluginKeepsASpareP: once XLA's CPU plugin is loaded GOMAXPROCS is one more than the
-// workers. It runs where a plugin is installed (make xla-cpu) and is skipped otherwise.
-func TestCPUPluginKeepsASpareP(t *testing.T) {
+// TestKeepSpareP: a spare P for XLA's CPU plugin, none for the Go backend. It runs where a
+// plugin is installed (make xla-cpu) and is skipped otherwise.
+func TestKeepSpareP(t *testing.T) {
 	if !HasXLA {
 		t.Skip("built without XLA")
 	}
 	if _, err := FindPlugin("cpu"); err != nil {
 		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
 	}
+	prev := runtime.GOMAXPROCS(2)
+	spareP.mu.Lock()
+	saved := spareP.to
+	spareP.to = 0
+	spareP.mu.Unlock()
+	t.Cleanup(func() {
+		runtime.GOMAXPROCS(prev)
+		spareP.mu.Lock()
+		spareP.to = saved
+		spareP.mu.Unlock()
+	})
 	t.Setenv(EnvSpareP, "")
-	b, err := NewBackend(BackendXLA)
-	if !assert.NoError(t, err) {
-		return
-	}
-	defer b.Finalize()
-	assert.Equal(t, runtime.GOMAXPROCS(0)-1, Workers())
+	bg, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	KeepSpareP(bg)
+	assert.Equal(t, 2, runtime.GOMAXPROCS(0), "the Go backend")
+	bx, err := NewBackend(BackendXLA)
+	require.NoError(t, err)
+	defer bx.Finalize()
+	assert.Equal(t, 2, runtime.GOMAXPROCS(0), "loading the plugin keeps GOMAXPROCS")
+	KeepSpareP(bx)
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "XLA's CPU plugin")
+	assert.Equal(t, 2, Workers())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nioc-gpu/nioc-gpu/data"
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/nioc-gpu/nioc-gpu/study"
@@ -146,6 +147,9 @@ func runFit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// XLA's CPU plugin: a P more than the workers, so that Go's runtime leaves the calls'
+	// threads alone (graph.KeepSpareP; not for sample, whose short calls it slowed).
+	graph.KeepSpareP(e.Backend())
 	agents, err := likelihood.ParseAgentVariants(ff.bootAgents)
 	if err != nil {
 		return usagef("--bootstrap-agents: %v", err)
