@@ -12,18 +12,7 @@ import (
 // what GOMAXPROCS was; once someone sets GOMAXPROCS to another value Workers follows it; with
 // NIOC_SPARE_P=off nothing changes; keepSpareP acts once a process.
 func TestWorkers(t *testing.T) {
-	prev := runtime.GOMAXPROCS(0)
-	spareP.mu.Lock()
-	saved := spareP.to
-	spareP.to = 0
-	spareP.mu.Unlock()
-	t.Cleanup(func() {
-		runtime.GOMAXPROCS(prev)
-		spareP.mu.Lock()
-		spareP.to = saved
-		spareP.mu.Unlock()
-	})
-	runtime.GOMAXPROCS(2)
+	freshSpareP(t, 2)
 	assert.Equal(t, 2, Workers(), "no spare P yet")
 
 	t.Setenv(EnvSpareP, "off")
@@ -53,17 +42,7 @@ func TestKeepSpareP(t *testing.T) {
 	if _, err := FindPlugin("cpu"); err != nil {
 		t.Skip("no XLA CPU plugin installed (make xla-cpu)")
 	}
-	prev := runtime.GOMAXPROCS(2)
-	spareP.mu.Lock()
-	saved := spareP.to
-	spareP.to = 0
-	spareP.mu.Unlock()
-	t.Cleanup(func() {
-		runtime.GOMAXPROCS(prev)
-		spareP.mu.Lock()
-		spareP.to = saved
-		spareP.mu.Unlock()
-	})
+	freshSpareP(t, 2)
 	t.Setenv(EnvSpareP, "")
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
@@ -76,4 +55,20 @@ func TestKeepSpareP(t *testing.T) {
 	KeepSpareP(bx)
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "XLA's CPU plugin")
 	assert.Equal(t, 2, Workers())
+}
+
+// freshSpareP sets GOMAXPROCS to procs and forgets any spare P for the test, restoring both
+// after it.
+func freshSpareP(t *testing.T, procs int) {
+	prev := runtime.GOMAXPROCS(procs)
+	spareP.mu.Lock()
+	saved := spareP.to
+	spareP.to = 0
+	spareP.mu.Unlock()
+	t.Cleanup(func() {
+		runtime.GOMAXPROCS(prev)
+		spareP.mu.Lock()
+		spareP.to = saved
+		spareP.mu.Unlock()
+	})
 }
