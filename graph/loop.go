@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,11 +436,11 @@ func (tp *Tape) run(c *call) {
 	plan := newArgPlan()
 	in := plan.inputs(c, c.stackOut)
 	var key strings.Builder
-	fmt.Fprintf(&key, "%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+	callKey(&key, c)
 	tp.inputKey(&key, c)
 	if c.loop != nil {
 		c.loop.save = tp.record && grad
-		fmt.Fprintf(&key, "|while%v", c.loop.save)
+		key.WriteString("|while" + strconv.FormatBool(c.loop.save))
 	}
 	key.WriteString(plan.key.String())
 	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
@@ -505,6 +506,8 @@ func (tp *Tape) setOuts(c *call, outs []outGroup, out []*tensors.Tensor, grad bo
 func (tp *Tape) inputKey(key *strings.Builder, c *call) {
 	for i := range c.groups() {
 		v := c.group(i)[0]
-		fmt.Fprintf(key, "|%s%v", v.lay.key, v.batch)
+		key.WriteByte('|')
+		key.WriteString(v.lay.key)
+		keyInts(key, v.batch)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -183,10 +184,12 @@ func (tp *Tape) fuse(c *call, grad bool) bool {
 // time c's name and input layouts come (never compiled).
 func (e *Engine) layouts(c *call) []outGroup {
 	var kb strings.Builder
-	fmt.Fprintf(&kb, "%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+	callKey(&kb, c)
 	for i := range c.groups() {
 		v := c.group(i)[0]
-		fmt.Fprintf(&kb, "|%s%v", v.lay.key, v.batch)
+		kb.WriteByte('|')
+		kb.WriteString(v.lay.key)
+		keyInts(&kb, v.batch)
 	}
 	key := kb.String()
 	e.mu.Lock()
@@ -253,12 +256,24 @@ func (tp *Tape) fusedKey(f *fusedCall, kind string, uses []*fusedUse, plan *argP
 	var key strings.Builder
 	key.WriteString(fusedName(f))
 	for _, c := range f.calls {
-		fmt.Fprintf(&key, "|%s|T%d|dense%v|stack%v", c.name, c.steps, c.dense, c.stackOut)
+		key.WriteByte('|')
+		callKey(&key, c)
 		tp.inputKey(&key, c)
 	}
 	key.WriteString("|" + kind)
 	for _, u := range uses {
-		fmt.Fprintf(&key, "%v%v,", u.uses, u.acc)
+		key.WriteByte('[')
+		for i, cg := range u.uses {
+			if i > 0 {
+				key.WriteByte(' ')
+			}
+			key.WriteByte('[')
+			keyInt(&key, cg[0])
+			key.WriteByte(' ')
+			keyInt(&key, cg[1])
+			key.WriteByte(']')
+		}
+		key.WriteString("]" + strconv.FormatBool(u.acc) + ",")
 	}
 	key.WriteString(plan.key.String())
 	return key.String()

@@ -94,11 +94,17 @@ func (p *argPlan) stack(s *stacked, dims []int) int {
 func (p *argPlan) one(r ref, dims []int) source {
 	if r.s != nil {
 		k := p.stack(r.s, dims)
-		fmt.Fprintf(&p.key, "r%d.%d,", k, r.row)
+		p.key.WriteByte('r')
+		keyInt(&p.key, k)
+		p.key.WriteByte('.')
+		keyInt(&p.key, r.row)
+		p.key.WriteByte(',')
 		return source{arg: k, row: r.row}
 	}
 	if k, ok := p.inside(r.p); ok {
-		fmt.Fprintf(&p.key, "i%d,", k)
+		p.key.WriteByte('i')
+		keyInt(&p.key, k)
+		p.key.WriteByte(',')
 		return source{arg: k, row: -1}
 	}
 	p.key.WriteString("p,")
@@ -116,7 +122,11 @@ func (p *argPlan) seq(rs []ref, dims []int) groupSrc {
 	}
 	if in {
 		k := p.stack(s, dims)
-		fmt.Fprintf(&p.key, "w[%d:%d],", k, rs[0].row)
+		p.key.WriteString("w[")
+		keyInt(&p.key, k)
+		p.key.WriteByte(':')
+		keyInt(&p.key, rs[0].row)
+		p.key.WriteString("],")
 		return groupSrc{whole: k, from: rs[0].row, n: len(rs)}
 	}
 	p.key.WriteString("s[")

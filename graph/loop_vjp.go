@@ -5,6 +5,7 @@ package graph
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -186,7 +187,12 @@ func (tp *Tape) vjp(c *call) {
 		}
 	}
 	var key strings.Builder
-	fmt.Fprintf(&key, "%s|T%d|dense%v|stack%v|vjp%v%v%v|while%v", c.name, c.steps, c.dense, c.stackOut, v.ctOut, v.gradIn, v.accIn, c.loop != nil)
+	callKey(&key, c)
+	key.WriteString("|vjp")
+	keyBools(&key, v.ctOut)
+	keyBools(&key, v.gradIn)
+	keyBools(&key, v.accIn)
+	key.WriteString("|while" + strconv.FormatBool(c.loop != nil))
 	tp.inputKey(&key, c)
 	key.WriteString(plan.key.String())
 	prog := tp.e.program(key.String(), !tp.dry, func(g *G.Graph) ([]*G.Node, []outGroup, rewriteFunc) {
