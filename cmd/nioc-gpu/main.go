@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"time"
@@ -43,7 +44,9 @@ func main() {
 		debug.SetGCPercent(200)
 	}
 	stop := startProfile(os.Getenv("NIOC_CPUPROFILE"))
+	stopTrace := startTrace(os.Getenv("NIOC_GOTRACE"))
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stopTrace()
 	stop()
 	os.Exit(code)
 }
@@ -63,6 +66,24 @@ func startProfile(path string) (stop func()) {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }
+}
+
+// startTrace writes Go's execution trace of the whole run to path (go tool trace reads it:
+// which goroutine ran on which core when, and each cgo call into XLA) when path is not empty,
+// and returns the function that finishes it.
+func startTrace(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nioc-gpu: NIOC_GOTRACE=%s: %v\n", path, err)
+		return func() {}
+	}
+	return func() { trace.Stop(); _ = f.Close() }
 }
 
 // run executes the command line args and returns the exit status: 0 success, 1 failure,
