@@ -43,47 +43,34 @@ func main() {
 		// often makes fits 5–10 % faster at about the same peak memory (docs/speed.md).
 		debug.SetGCPercent(200)
 	}
-	stop := startProfile(os.Getenv("NIOC_CPUPROFILE"))
-	stopTrace := startTrace(os.Getenv("NIOC_GOTRACE"))
+	// A CPU profile of the whole run for go tool pprof, and Go's execution trace for go tool
+	// trace (which goroutine ran on which core when, each cgo call into XLA).
+	stopProfile := startRecording("NIOC_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	stopTrace := startRecording("NIOC_GOTRACE", trace.Start, trace.Stop)
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
 	stopTrace()
-	stop()
+	stopProfile()
 	os.Exit(code)
 }
 
-// startProfile writes a CPU profile of the whole run to path (go tool pprof reads it) when
-// path is not empty, and returns the function that finishes it.
-func startProfile(path string) (stop func()) {
+// startRecording starts a recording of the run (start, stopped by stop) into the file that
+// the environment variable env names, if it names one, and returns the function that ends it
+// and closes the file. A file it cannot create or a recording that will not start is reported
+// on stderr and the run goes on without it.
+func startRecording(env string, start func(io.Writer) error, stop func()) (end func()) {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
 	f, err := os.Create(path)
 	if err == nil {
-		err = pprof.StartCPUProfile(f)
+		err = start(f)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "nioc-gpu: NIOC_CPUPROFILE=%s: %v\n", path, err)
+		fmt.Fprintf(os.Stderr, "nioc-gpu: %s=%s: %v\n", env, path, err)
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); _ = f.Close() }
-}
-
-// startTrace writes Go's execution trace of the whole run to path (go tool trace reads it:
-// which goroutine ran on which core when, and each cgo call into XLA) when path is not empty,
-// and returns the function that finishes it.
-func startTrace(path string) (stop func()) {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		err = trace.Start(f)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "nioc-gpu: NIOC_GOTRACE=%s: %v\n", path, err)
-		return func() {}
-	}
-	return func() { trace.Stop(); _ = f.Close() }
+	return func() { stop(); _ = f.Close() }
 }
 
 // run executes the command line args and returns the exit status: 0 success, 1 failure,
