@@ -40,6 +40,22 @@ func keyBools(b *strings.Builder, xs []bool) {
 	b.WriteByte(']')
 }
 
+// keyPairs writes xs as fmt's %v does: [[1 2] [3 4]].
+func keyPairs(b *strings.Builder, xs [][2]int) {
+	b.WriteByte('[')
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte('[')
+		keyInt(b, x[0])
+		b.WriteByte(' ')
+		keyInt(b, x[1])
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+}
+
 // callKey writes the part of a program's key that names call c: name|T<steps>|dense<dims>|
 // stack<bool>.
 func callKey(b *strings.Builder, c *call) {

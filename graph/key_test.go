@@ -21,6 +21,11 @@ func TestKeyWriters(t *testing.T) {
 		keyBools(&b, xs)
 		assert.Equal(t, fmt.Sprint(xs), b.String(), "bools %v", xs)
 	}
+	for _, xs := range [][][2]int{nil, {{0, 1}}, {{2, 0}, {1, 3}}} {
+		var b strings.Builder
+		keyPairs(&b, xs)
+		assert.Equal(t, fmt.Sprint(xs), b.String(), "pairs %v", xs)
+	}
 	for _, c := range []*call{
 		{name: "tracking", steps: 50, stackOut: true},
 		{name: "theta+controls", steps: 0, dense: []int{4, 64}},

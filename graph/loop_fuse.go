@@ -262,18 +262,8 @@ func (tp *Tape) fusedKey(f *fusedCall, kind string, uses []*fusedUse, plan *argP
 	}
 	key.WriteString("|" + kind)
 	for _, u := range uses {
-		key.WriteByte('[')
-		for i, cg := range u.uses {
-			if i > 0 {
-				key.WriteByte(' ')
-			}
-			key.WriteByte('[')
-			keyInt(&key, cg[0])
-			key.WriteByte(' ')
-			keyInt(&key, cg[1])
-			key.WriteByte(']')
-		}
-		key.WriteString("]" + strconv.FormatBool(u.acc) + ",")
+		keyPairs(&key, u.uses)
+		key.WriteString(strconv.FormatBool(u.acc) + ",")
 	}
 	key.WriteString(plan.key.String())
 	return key.String()
