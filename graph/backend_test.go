@@ -46,8 +46,8 @@ func TestXLACPUFusion(t *testing.T) {
 	bx, err := newXLA("cpu")
 	require.NoError(t, err)
 	assert.Equal(t, FusionBarriers, FusionModeOf(bx))
-	assert.Equal(t, "--xla_disable_hlo_passes=cpu-parallel-task-assigner", os.Getenv("XLA_FLAGS"),
-		"fusion stays on; no kernel is split into parts for XLA's thread pool")
+	assert.Equal(t, "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2", os.Getenv("XLA_FLAGS"),
+		"fusion stays on; no kernel is split into parts for XLA's thread pool; optimization level 2")
 	bg, err := NewBackend(BackendGo)
 	require.NoError(t, err)
 	assert.Empty(t, FusionModeOf(bg))
@@ -72,12 +72,13 @@ func TestXLACPUFusion(t *testing.T) {
 	}
 }
 
-// TestCPUFlags: the passes nioc-gpu turns off on the CPU plugin, by fusion mode.
+// TestCPUFlags: the passes nioc-gpu turns off on the CPU plugin, by fusion mode, and its
+// optimization level.
 func TestCPUFlags(t *testing.T) {
 	for _, tc := range []struct{ fusion, want string }{
-		{FusionBarriers, "--xla_disable_hlo_passes=cpu-parallel-task-assigner"},
-		{FusionXLA, "--xla_disable_hlo_passes=cpu-parallel-task-assigner"},
-		{FusionOff, "--xla_disable_hlo_passes=cpu-parallel-task-assigner,fusion"},
+		{FusionBarriers, "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2"},
+		{FusionXLA, "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2"},
+		{FusionOff, "--xla_disable_hlo_passes=cpu-parallel-task-assigner,fusion --xla_backend_optimization_level=2"},
 	} {
 		assert.Equal(t, tc.want, CPUFlags(tc.fusion), tc.fusion)
 	}

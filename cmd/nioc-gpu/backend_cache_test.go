@@ -41,7 +41,7 @@ func TestCacheLine(t *testing.T) {
 // unset, the user's otherwise.
 func TestFlagsLine(t *testing.T) {
 	t.Setenv("XLA_FLAGS", "")
-	assert.Equal(t, "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too)", flagsLine())
+	assert.Equal(t, "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2 for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too; optimization level 2: faster code than XLA's 3)", flagsLine())
 	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
 	assert.Equal(t, "XLA_FLAGS=--xla_dump_to=/tmp/d: yours; nioc-gpu adds none", flagsLine())
 }
