@@ -24,6 +24,9 @@
 #   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
 #                              XLA's default flags and with its autotuners off (those flags the
 #                              plugin knows): build+compile and per evaluation
+#   bench/gpu/run.sh optlevel  reaching (TASKS) at ROWS (1,50) vectors compiled at XLA's default
+#                              optimization level (3) and at 2 (the CPU plugin's since
+#                              2026-11-29): build+compile and per evaluation
 #   bench/gpu/run.sh fusion    reaching and cart-pole (TASKS) per evaluation at ROWS (1,50) vectors with
 #                              XLA's own fusion (the GPU default) and with fusion barriers
 #                              (NIOC_XLA_FUSION=xla, barriers; the CPU plugin's default)
@@ -71,7 +74,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|optlevel|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -236,6 +239,18 @@ out=$OUT/$step.md
 			echo "## XLA_FLAGS=$flags"
 			echo
 			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-50}" -fits=false -xla off || echo "failed: exit $?"
+		done
+		;;
+	optlevel)
+		# XLA's backend optimization level: 3 by default; level 2 made the CPU plugin's code
+		# 6-24 % faster (docs/backends.md, "Optimization level 2"). Compile time and per
+		# evaluation on this GPU, each level compiled afresh.
+		for c in default --xla_backend_optimization_level=2; do
+			flags=${XLA_FLAGS:-}
+			[[ $c == default ]] || flags="${XLA_FLAGS:-} $c"
+			echo "## XLA_FLAGS=$flags"
+			echo
+			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
 		done
 		;;
 	fusion)
