@@ -185,3 +185,32 @@ func TestSimChunk(t *testing.T) {
 		assert.Equal(t, c.want, SimChunk(bg, c.M), "%d trials", c.M)
 	}
 }
+
+// TestPrepareSimulation: on XLA, PrepareSimulation compiles the programs that Simulate then
+// runs for the same problems, steps, trials and options, so that Simulate compiles nothing
+// more, in one chunk size (20 trials, a noise-free agent) and the other (5 trials, chunks of
+// 16); on the Go backend it does nothing. Skipped without a plugin.
+func TestPrepareSimulation(t *testing.T) {
+	bx, bg := xlaAndGo(t)
+	m, spec, theta := taskDefaults(t, "pendulum")
+	sym, err := models.Derive(m)
+	require.NoError(t, err)
+	sv, err := NewSolver(m, 10, bg, SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{theta}, nil)
+	require.NoError(t, err)
+	require.NoError(t, PrepareSimulation(m, bg, 1, 10, 20, SimOptions{}), "the Go backend: nothing to compile")
+	for _, c := range []struct {
+		trials      int
+		temperature float64
+	}{{20, 0}, {5, 1}} {
+		opts := SimOptions{Observe: ObservePartial, Temperature: c.temperature}
+		require.NoError(t, PrepareSimulation(m, bx, 1, 10, c.trials, opts))
+		opts.Temperature = 1 // the engine a noise-free agent's simulation runs on
+		compiled := simEngine(bx, sym, opts).Stats().Compiles
+		assert.Positive(t, compiled, "%d trials: prepared", c.trials)
+		_, err := Simulate(m, pol, [][]float64{theta}, bx, SimOptions{Observe: ObservePartial, Trials: c.trials, Seed: 3, Temperature: c.temperature})
+		require.NoError(t, err)
+		assert.Equal(t, compiled, simEngine(bx, sym, opts).Stats().Compiles, "%d trials: Simulate compiled nothing more", c.trials)
+	}
+}

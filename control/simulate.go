@@ -437,19 +437,45 @@ var simEngines sync.Map
 
 // simulateLooped is Simulate's run in the looped form; it returns the states [T+1][n][P][M].
 func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, x0, v, w, xi []float64, M int, opts SimOptions) (X []float64, err error) {
-	spec := s.Spec
-	P, T := pol.Problems, pol.Steps
-	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	key := fmt.Sprintf("%p|%p|%s|%g|%d", b, s, opts.Observe, opts.Temperature, opts.Delay)
-	eng, _ := simEngines.LoadOrStore(key, newWhileEngine(b))
-	tp := eng.(*graph.Engine).NewTape(false)
+	P, T, n := pol.Problems, pol.Steps, len(s.Spec.States)
+	tp := simEngine(b, s, opts).NewTape(false)
 	defer tp.Release()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("simulate: %v", r)
 		}
 	}()
-	flow := func(tp *graph.Tape) []*graph.Value {
+	flow := loopedSimulation(s, theta, pol, x0, v, w, xi, M, opts)
+	if err := tp.Precompile(simKey(P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	xs := flow(tp)
+	X = make([]float64, (T+1)*n*P*M)
+	copy(X, x0)
+	for t, x := range xs {
+		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
+	}
+	return X, nil
+}
+
+// simEngine returns the engine that keeps the looped simulation's programs for b, s and opts
+// (simEngines).
+func simEngine(b backends.Backend, s *models.Symbolic, opts SimOptions) *graph.Engine {
+	key := fmt.Sprintf("%p|%p|%s|%g|%d", b, s, opts.Observe, opts.Temperature, opts.Delay)
+	eng, _ := simEngines.LoadOrStore(key, newWhileEngine(b))
+	return eng.(*graph.Engine)
+}
+
+// simKey names the programs of a looped simulation of P problems, T steps and M trials a
+// problem on its engine (graph.Tape.Precompile).
+func simKey(P, T, M int) string { return fmt.Sprintf("P%d T%d M%d", P, T, M) }
+
+// loopedSimulation returns the looped simulation's flow over its inputs (simulateLooped's).
+func loopedSimulation(s *models.Symbolic, theta [][]float64, pol *Policy, x0, v, w, xi []float64, M int, opts SimOptions) func(tp *graph.Tape) []*graph.Value {
+	spec := s.Spec
+	P, T := pol.Problems, pol.Steps
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	return func(tp *graph.Tape) []*graph.Value {
 		one, trials := []int{P, 1}, []int{P, M}
 		gains := make([]*graph.Value, T)
 		for t := range T {
@@ -460,16 +486,48 @@ func simulateLooped(b backends.Backend, s *models.Symbolic, theta [][]float64, p
 		vs, ws, xis := tp.Series(v, T, nv, trials, false), tp.Series(w, T, nw, trials, false), tp.Series(xi, T, k, trials, false)
 		return simulationFlow(tp, s, tp.Input(transpose(theta), len(spec.Params), []int{P, 1}, false), tp.Input(x0, n, trials, false), xbar, ubar, gains, vs, ws, xis, opts)
 	}
-	if err := tp.Precompile(fmt.Sprintf("P%d T%d M%d", P, T, M), func(dry *graph.Tape) { flow(dry) }); err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
+}
+
+// PrepareSimulation compiles, on a backend whose programs compile (XLA), the programs with
+// which Simulate will simulate P problems of T steps and M trials a problem with opts (or
+// loads them from XLA's program cache), without simulating; elsewhere it does nothing. Run
+// beside the agent's planning, it takes the simulation's compile off the planner's path: the
+// planner's and the simulator's programs are otherwise compiled one after the other as each is
+// first reached (a cold pendulum fit's bootstrap: docs/backends.md, "The simulator prepared
+// beside the planner"). It returns the first compile error.
+func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts SimOptions) error {
+	if !graph.CompilesSlowly(b) || P < 1 || T < 1 || M < 1 {
+		return nil
 	}
-	xs := flow(tp)
-	X = make([]float64, (T+1)*n*P*M)
-	copy(X, x0)
-	for t, x := range xs {
-		copy(X[(t+1)*n*P*M:], tp.Fetch(x))
+	s, err := models.Derive(m)
+	if err != nil {
+		return err
 	}
-	return X, nil
+	if opts.Observe == "" {
+		opts.Observe = ObservePartial
+	}
+	if opts.Temperature == 0 {
+		opts.Temperature = 1 // as Simulate runs a noise-free agent
+	}
+	spec := s.Spec
+	c := SimChunk(b, M)
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	pol := &Policy{Problems: P, Steps: T, States: n, Controls: k,
+		Xbar: make([]float64, (T+1)*n*P), Ubar: make([]float64, T*k*P), Gain: make([]float64, T*k*n*P),
+		Offset: make([]float64, T*k*P), Hessian: make([]float64, T*k*k*P)}
+	theta := make([][]float64, P)
+	for p := range theta {
+		theta[p] = make([]float64, len(spec.Params))
+	}
+	flow := loopedSimulation(s, theta, pol, make([]float64, n*P*c), make([]float64, T*nv*P*c), make([]float64, T*nw*P*c), make([]float64, T*k*P*c), c, opts)
+	tp := simEngine(b, s, opts).NewTape(false)
+	defer tp.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("preparing the simulation: %v", r)
+		}
+	}()
+	return tp.Precompile(simKey(P, T, c), func(dry *graph.Tape) { flow(dry) })
 }
 
 // withIdentityHessians returns a copy of pol whose H̃ is the identity at every step and

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/models"
@@ -91,24 +92,35 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 		}
 	}
 	hs := slices.Sorted(maps.Keys(horizons))
+	temperature := e.opts.Temperature // the simulation's (scaleNoise under FitTemperature)
+	switch {
+	case v.NoPolicyNoise:
+		temperature = 0
+	case e.opts.FitTemperature:
+		temperature = 1
+	}
+	// The simulation's programs compile (or load from XLA's cache) beside the planning instead
+	// of after it (control.PrepareSimulation).
+	var prepared sync.WaitGroup
+	for _, h := range hs {
+		so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
+		prepared.Go(func() { _ = control.PrepareSimulation(m, e.backend, len(thetas), h, len(horizons[h]), so) })
+	}
 	pols, err := e.agentPlans(model, from, hs, v)
+	prepared.Wait()
 	if err != nil {
 		return nil, err
 	}
 	for _, h := range hs {
 		pol := pols[h]
 		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
-			Temperature: e.opts.Temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
+			Temperature: temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
 		if starts != nil {
 			for _, j := range horizons[h] {
 				so.Starts = append(so.Starts, starts[j])
 			}
 		}
-		switch {
-		case v.NoPolicyNoise:
-			so.Temperature = 0
-		case e.opts.FitTemperature:
-			so.Temperature = 1
+		if e.opts.FitTemperature && !v.NoPolicyNoise {
 			scaleNoise(pol, thetas, np)
 		}
 		xs, err := control.Simulate(m, pol, model, e.backend, so)
