@@ -100,12 +100,15 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 		temperature = 1
 	}
 	// The simulation's programs compile (or load from XLA's cache) beside the planning instead
-	// of after it (control.PrepareSimulation).
+	// of after it (control.PrepareSimulation), one horizon's after another: trials of many
+	// lengths would otherwise compile as many programs at once.
 	var prepared sync.WaitGroup
-	for _, h := range hs {
-		so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
-		prepared.Go(func() { _ = control.PrepareSimulation(m, e.backend, len(thetas), h, len(horizons[h]), so) })
-	}
+	prepared.Go(func() {
+		for _, h := range hs {
+			so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
+			_ = control.PrepareSimulation(m, e.backend, len(thetas), h, len(horizons[h]), so)
+		}
+	})
 	pols, err := e.agentPlans(model, from, hs, v)
 	prepared.Wait()
 	if err != nil {
