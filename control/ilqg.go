@@ -138,6 +138,14 @@ func NewSolver(m models.Model, steps int, b backends.Backend, opts SolverOptions
 // Symbolic returns the solver's symbolic model.
 func (sv *Solver) Symbolic() *models.Symbolic { return sv.sym }
 
+// zeroPolicy returns a policy of P problems, T steps, n states and k controls whose nominal,
+// gains and Hessians are all zero.
+func zeroPolicy(P, T, n, k int) *Policy {
+	return &Policy{Problems: P, Steps: T, States: n, Controls: k,
+		Xbar: make([]float64, (T+1)*n*P), Ubar: make([]float64, T*k*P),
+		Gain: make([]float64, T*k*n*P), Offset: make([]float64, T*k*P), Hessian: make([]float64, T*k*k*P)}
+}
+
 // solverPrograms holds the programs of the solvers of each backend, task (its symbolic form),
 // horizon and options, which every Solver made for them shares: a fit's bootstrap and check
 // make a solver per simulation, and on XLA each would otherwise compile the same programs
@@ -225,10 +233,8 @@ func (sv *Solver) solve(theta, x0 [][]float64, maxIter int, horizons []int) (*Po
 		}
 	}
 	thetaT := graph.NewTensor(transpose(theta), len(spec.Params), P, 1)
-	pol := &Policy{Problems: P, Steps: T, States: n, Controls: k,
-		Xbar: make([]float64, (T+1)*n*P), Ubar: make([]float64, T*k*P),
-		Gain: make([]float64, T*k*n*P), Offset: make([]float64, T*k*P), Hessian: make([]float64, T*k*k*P),
-		Converged: make([]bool, P)}
+	pol := zeroPolicy(P, T, n, k)
+	pol.Converged = make([]bool, P)
 
 	// Initial nominal: the zero-control rollout. Where programs compile (XLA) it runs in the
 	// line search's shape, K candidates all of α = 0 (the same rollout K times), so that one

@@ -495,7 +495,7 @@ func loopedSimulation(s *models.Symbolic, theta [][]float64, pol *Policy, x0, v,
 // planner's and the simulator's programs are otherwise compiled one after the other as each is
 // first reached (a cold pendulum fit's bootstrap: docs/backends.md, "The simulator prepared
 // beside the planner"). It returns the first compile error.
-func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts SimOptions) error {
+func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts SimOptions) (err error) {
 	if !graph.CompilesSlowly(b) || P < 1 || T < 1 || M < 1 {
 		return nil
 	}
@@ -512,9 +512,7 @@ func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts Sim
 	spec := s.Spec
 	c := SimChunk(b, M)
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
-	pol := &Policy{Problems: P, Steps: T, States: n, Controls: k,
-		Xbar: make([]float64, (T+1)*n*P), Ubar: make([]float64, T*k*P), Gain: make([]float64, T*k*n*P),
-		Offset: make([]float64, T*k*P), Hessian: make([]float64, T*k*k*P)}
+	pol := zeroPolicy(P, T, n, k)
 	theta := make([][]float64, P)
 	for p := range theta {
 		theta[p] = make([]float64, len(spec.Params))
