@@ -73,14 +73,7 @@ func TimeEvalWith(m models.Model, b backends.Backend, opts likelihood.Options, t
 	thetas := make([][]float64, rows)
 	for i := range rows {
 		data[i] = trials
-		thetas[i] = make([]float64, len(spec.Params))
-		for j, p := range spec.Params {
-			v := p.Default
-			if v <= 0 && p.Scale == models.Log10Scale {
-				v = p.Lo
-			}
-			thetas[i][j] = p.ToScale(v)
-		}
+		thetas[i] = defaultPoint(spec)
 	}
 	d, err := e.Prepare(data, 0)
 	if err != nil {
@@ -101,6 +94,57 @@ func TimeEvalWith(m models.Model, b backends.Backend, opts likelihood.Options, t
 	per := time.Since(t1) / time.Duration(repeats)
 	st := e.Stats()
 	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: calls, Builds: st.Builds,
+		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
+		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
+}
+
+// defaultPoint returns the task's default parameters on the fitting scale (a log-scaled
+// default of 0 at its lower bound).
+func defaultPoint(spec models.Spec) []float64 {
+	theta := make([]float64, len(spec.Params))
+	for j, p := range spec.Params {
+		v := p.Default
+		if v <= 0 && p.Scale == models.Log10Scale {
+			v = p.Lo
+		}
+		theta[j] = p.ToScale(v)
+	}
+	return theta
+}
+
+// TimeEvalRows measures evaluations of rows parameter vectors (each against the same trials)
+// as a fit makes them (likelihood.Evaluator.EvalRows with the fit's batching): split into
+// chunks that run one per core, and on XLA's CPU plugin as lanes. PerEval is then what one
+// round of a fit's restarts costs; Calls counts the program calls of all chunks; Build, Nodes
+// and Builds are as TimeEval's.
+func TimeEvalRows(m models.Model, b backends.Backend, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
+	e, err := likelihood.New(m, b, likelihood.Options{})
+	if err != nil {
+		return EvalTiming{}, err
+	}
+	spec := m.Spec()
+	data := make([][][][]float64, rows)
+	thetas := make([][]float64, rows)
+	for i := range rows {
+		data[i] = trials
+		thetas[i] = defaultPoint(spec)
+	}
+	bt := likelihood.Batching{Trials: len(trials), Most: rows, Keep: true}
+	t0 := time.Now()
+	if _, _, err := e.EvalRows(data, thetas, bt); err != nil {
+		return EvalTiming{}, err
+	}
+	first := time.Since(t0)
+	calls := e.Calls()
+	t1 := time.Now()
+	for range repeats {
+		if _, _, err := e.EvalRows(data, thetas, bt); err != nil {
+			return EvalTiming{}, err
+		}
+	}
+	per := time.Since(t1) / time.Duration(repeats)
+	st := e.Stats()
+	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: (e.Calls() - calls) / repeats, Builds: st.Builds,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
 		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
 }

@@ -20,23 +20,25 @@ import (
 type Engine struct {
 	backend backends.Backend
 
-	mu      sync.Mutex
-	progs   map[string]*stageProg
-	warm    map[string]bool // Tape.Precompile's keys
-	stats   ProgramStats
-	calls   int
-	block   int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
-	while   bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
-	unfused bool // each map a program of its own (SetFusedCalls)
+	mu       sync.Mutex
+	progs    map[string]*stageProg
+	warm     map[string]bool // Tape.Precompile's keys
+	stats    ProgramStats
+	calls    int
+	block    int  // steps per call of a recursion (SetStepsPerCall); 0 is 1
+	while    bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
+	unfused  bool // each map a program of its own (SetFusedCalls)
+	noReplay bool // evaluations never replayed (SetReplays)
 
-	lays map[string][]outGroup // Engine.layouts
+	lays     map[string][]outGroup // Engine.layouts
+	recorded map[string]*Replay    // Tape.SaveRecording's, by key; nil: not replayable
 
 	gathers gatherProgs // Gather's programs
 }
 
 // NewEngine returns an Engine that compiles for backend b.
 func NewEngine(b backends.Backend) *Engine {
-	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}, unfused: !fusedCallsDefault}
+	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}, unfused: !fusedCallsDefault, noReplay: !replaysDefault}
 }
 
 // SetStepsPerCall makes each program of a recursion (Tape.Scan) run k steps, unrolled in its
@@ -154,6 +156,10 @@ type Tape struct {
 	pending []func() // dry: what Compile runs, concurrently
 	queued  map[*stageProg]bool
 	fusing  *fusedCall // the calls recorded but not yet run (loop_fuse.go)
+
+	rec      *recording        // Record: the calls noted for a Replay (replay.go)
+	replay   *Replay           // ReplayTape: the calls this tape replays
+	replayIn []*tensors.Tensor // ReplayTape: the inputs given
 }
 
 // NewTape returns an empty Tape; with grad it records what Backward needs.
@@ -170,6 +176,7 @@ func (tp *Tape) Input(data []float64, k int, batch []int, grad bool) *Value {
 		t = NewTensor(data, dims...)
 		tp.owned = append(tp.owned, t)
 	}
+	tp.noteInput(t)
 	v := &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch), grad: grad}
 	if grad && tp.fwd > 0 {
 		tp.seedTangents(v, k, batch)
@@ -185,6 +192,7 @@ func (tp *Tape) Borrow(t *tensors.Tensor, k int, batch []int) *Value {
 	if tp.dry {
 		t = nil
 	}
+	tp.noteInput(t)
 	return &Value{t: t, lay: denseLayout(k), batch: slices.Clone(batch)}
 }
 
@@ -207,26 +215,31 @@ func (tp *Tape) Series(data []float64, steps, k int, batch []int, grad bool) []*
 
 // Fetch returns the values of v as a flat [K][batch...] array, constants included.
 func (tp *Tape) Fetch(v *Value) []float64 {
-	size := 1
-	for _, d := range v.batch {
-		size *= d
-	}
-	out := make([]float64, v.Len()*size)
-	var data []float64
 	tp.flush()
 	if tp.dry {
-		return out
+		return make([]float64, v.Len()*batchSize(v.batch))
 	}
-	if r := v.ref(); r.t != nil || r.s != nil && r.s.t != nil {
-		data = r.host(v.lay.nodes, size)
+	r := v.ref()
+	tp.noteRead(r, v, false)
+	return fetchRef(r, v.lay, v.batch)
+}
+
+// fetchRef returns the values at r of a value of layout lay and batch dimensions batch as
+// Fetch does (constants where r holds no numbers).
+func fetchRef(r ref, lay *layout, batch []int) []float64 {
+	size := batchSize(batch)
+	out := make([]float64, len(lay.isNode)*size)
+	var data []float64
+	if r.t != nil || r.s != nil && r.s.t != nil {
+		data = r.host(lay.nodes, size)
 	}
 	k := 0
-	for i, isNode := range v.lay.isNode {
+	for i, isNode := range lay.isNode {
 		for j := range size {
 			if isNode {
 				out[i*size+j] = data[k*size+j]
 			} else {
-				out[i*size+j] = v.lay.consts[i]
+				out[i*size+j] = lay.consts[i]
 			}
 		}
 		if isNode {
@@ -234,6 +247,15 @@ func (tp *Tape) Fetch(v *Value) []float64 {
 		}
 	}
 	return out
+}
+
+// batchSize returns the product of dims.
+func batchSize(dims []int) int {
+	size := 1
+	for _, d := range dims {
+		size *= d
+	}
+	return size
 }
 
 // Grad returns the cotangent of v after Backward as a flat [K][batch...] array (zeros where
@@ -246,18 +268,25 @@ func (tp *Tape) Grad(v *Value) []float64 {
 		}
 		return slices.Clone(tp.seedGrad)
 	}
-	size := 1
-	for _, d := range v.batch {
-		size *= d
-	}
-	out := make([]float64, v.Len()*size)
 	r := tp.ct[v]
 	if !r.ok() || tp.dry {
+		r = ref{}
+	}
+	tp.noteRead(r, v, true)
+	return gradRef(r, v.lay, v.batch)
+}
+
+// gradRef returns the cotangent at r of a value of layout lay and batch dimensions batch as
+// Grad does (zeros where r holds no numbers).
+func gradRef(r ref, lay *layout, batch []int) []float64 {
+	size := batchSize(batch)
+	out := make([]float64, len(lay.isNode)*size)
+	if r.t == nil && r.s == nil {
 		return out
 	}
-	data := r.host(v.lay.nodes, size)
+	data := r.host(lay.nodes, size)
 	k := 0
-	for i, isNode := range v.lay.isNode {
+	for i, isNode := range lay.isNode {
 		if isNode {
 			copy(out[i*size:(i+1)*size], data[k*size:(k+1)*size])
 			k++
@@ -406,6 +435,9 @@ func broadcastInts(a, b []int) []int {
 
 // run compiles (once) and runs c forward, setting c.outs, and records it.
 func (tp *Tape) run(c *call) {
+	if tp.rec != nil {
+		tp.rec.closed = true
+	}
 	for i := range len(c.seqs) {
 		for _, v := range c.seqs[i][1:] {
 			if v.lay.key != c.seqs[i][0].lay.key || !slices.Equal(v.batch, c.seqs[i][0].batch) {
@@ -458,7 +490,7 @@ func (tp *Tape) run(c *call) {
 		tp.queue(prog)
 		out = dryOuts(c, prog.outs, false)
 	} else {
-		out = tp.e.execute(prog, plan.tensors)
+		out = tp.exec(prog, plan.tensors)
 	}
 	if n := tp.setOuts(c, prog.outs, out, grad); c.loop != nil && c.loop.save {
 		c.saved = &stacked{t: out[n], T: c.steps}

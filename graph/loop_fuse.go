@@ -359,7 +359,7 @@ func (tp *Tape) runFused(f *fusedCall, reach []bool, loss func(inside []*G.Node)
 	out := make([]*tensors.Tensor, len(f.producer)+len(uses))
 	if tp.dry {
 		tp.queue(prog)
-	} else if res := tp.e.execute(prog, plan.tensors); res != nil {
+	} else if res := tp.exec(prog, plan.tensors); res != nil {
 		out = res
 		tp.owned = append(tp.owned, out...)
 	}
@@ -549,7 +549,7 @@ func (tp *Tape) vjpFused(f *fusedCall) {
 	if tp.dry {
 		tp.queue(prog)
 	} else {
-		out = tp.e.execute(prog, plan.tensors)
+		out = tp.exec(prog, plan.tensors)
 		tp.owned = append(tp.owned, out...)
 	}
 	tp.setUseCotangents(uses, out)

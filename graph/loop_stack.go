@@ -197,6 +197,7 @@ func (tp *Tape) BorrowSeries(t *tensors.Tensor, steps, k int, batch []int) []*Va
 	if tp.dry {
 		t = nil
 	}
+	tp.noteInput(t)
 	s := &stacked{t: t, T: steps}
 	out := make([]*Value, steps)
 	for i := range out {

@@ -31,6 +31,7 @@ func (tp *Tape) zeros(v *Value) ref {
 	}
 	t := NewTensor(make([]float64, size), append([]int{v.lay.nodes}, v.batch...)...)
 	tp.owned = append(tp.owned, t)
+	tp.noteConst(t, false)
 	return ref{t: t}
 }
 
@@ -96,6 +97,7 @@ func (tp *Tape) backward(out *Value, seeded bool) {
 		}
 		t := NewTensor(ones, append([]int{out.lay.nodes}, out.batch...)...)
 		tp.owned = append(tp.owned, t)
+		tp.noteConst(t, true)
 		tp.ct[out] = ref{t: t}
 	}
 	for i := len(tp.recs) - 1; i >= 0; i-- {
@@ -209,7 +211,7 @@ func (tp *Tape) vjp(c *call) {
 	if tp.dry {
 		tp.queue(prog)
 	} else {
-		out = tp.e.execute(prog, plan.tensors)
+		out = tp.exec(prog, plan.tensors)
 		tp.owned = append(tp.owned, out...)
 	}
 	k := 0

@@ -44,6 +44,8 @@ type ProgramStats struct {
 	// builds and compiles several at once (BuildTime and CompileTime sum over them). A
 	// Program builds graphs of different shapes concurrently and adds each build's time.
 	Waited time.Duration
+	// Replays counts the evaluations an Engine ran as replays of a recorded one (Tape.Replay).
+	Replays int
 }
 
 type compiledGraph struct {

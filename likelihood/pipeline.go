@@ -359,6 +359,17 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	data, release := d.tensors(len(e.spec.States), e.engine.WhileLoops())
 	defer release()
 	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d lanes%t", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal), d.lanes)
+	if rt := e.engine.ReplayTape(shapes); rt != nil && !e.opts.ForwardGradient {
+		// The same calls as the evaluation recorded below, without the tape (graph's replays).
+		defer rt.Release()
+		e.noteShape(d)
+		e.loopedInputs(rt, data, d, flat, nominal)
+		res := rt.Replay()
+		if e.opts.ValueOnly {
+			return res[0], nil, nil
+		}
+		return res[0], res[1], nil
+	}
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
 		total := e.pipeline(dry, e.loopedInputs(dry, data, d, flat, nominal))
 		if !e.opts.ValueOnly {
@@ -369,16 +380,21 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	}
 	if !e.opts.ForwardGradient {
 		e.noteShape(d)
+		tp.Record(shapes)
 	}
 	in := e.loopedInputs(tp, data, d, flat, nominal)
 	total := e.pipeline(tp, in)
 	if e.opts.ValueOnly {
-		return tp.Fetch(total), nil, nil
+		loglik = tp.Fetch(total)
+		tp.SaveRecording()
+		return loglik, nil, nil
 	}
 	// Backward first: the last stage then runs with the start of its vector–Jacobian
 	// product, in one call (graph's fused calls), and its values stay for Fetch.
 	tp.Backward(total)
-	return tp.Fetch(total), tp.Grad(in.theta), nil
+	loglik, grad = tp.Fetch(total), tp.Grad(in.theta)
+	tp.SaveRecording()
+	return loglik, grad, nil
 }
 
 // loopedInputs gives tp d's tensors data (Data.tensors), the parameter vectors flat and the

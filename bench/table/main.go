@@ -36,6 +36,7 @@ func main() {
 	xlaMode := flag.String("xla", "auto", "go-vs-xla comparison: auto (when the plugin of $NIOC_PJRT, default cpu, is installed), on or off")
 	xlaTasks := flag.String("xla-tasks", "reaching,navigation,pendulum,cartpole,lightdark", "tasks of the go-vs-xla comparison")
 	xlaRestarts := flag.Int("xla-restarts", 50, "restarts per fit in the go-vs-xla comparison")
+	fitPath := flag.Bool("as-fit", true, "also time each evaluation of the first table as a fit makes it: its rows in chunks, one per core, on XLA's CPU plugin as lanes (likelihood.Evaluator.EvalRows); the first columns time one call of all rows")
 	rowList := flag.String("rows", "1,50", "parameter vectors per evaluation in the first table, ascending; a task's list stops at the first size that fails (out of memory, say)")
 	forward := flag.String("forward", "", "tasks on which to compare the looped form's reverse-mode gradient with forward mode (e.g. reaching); none by default")
 	stages := flag.String("stages", "", "tasks whose likelihood graph to break down by stage, default and paper's likelihood (e.g. pendulum,navigation); none by default")
@@ -65,8 +66,8 @@ func main() {
 	}
 	fmt.Println("## Log-likelihood value + exact gradient, 50 trials per parameter vector")
 	fmt.Println()
-	fmt.Println("| task | parameter vectors | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation | vectors/s | transitions/s |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| task | parameter vectors | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation | vectors/s | transitions/s | as a fit evaluates: per evaluation | calls |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	data := map[string][][][][]float64{}
 	for _, name := range names(*tasks) {
 		m, err := models.Get(name)
@@ -86,10 +87,20 @@ func main() {
 			}
 			et, err := bench.TimeEval(m, b, ds[0], rows, rep)
 			if err != nil {
-				fmt.Printf("| %s | %d | failed: %s | | | | | | |\n", name, rows, strings.ReplaceAll(err.Error(), "\n", " "))
+				fmt.Printf("| %s | %d | failed: %s | | | | | | | | |\n", name, rows, strings.ReplaceAll(err.Error(), "\n", " "))
 				break
 			}
-			fmt.Printf("| %s | %d | %d | %d | %.2f s | %d | %.3f s | %.1f | %.3g |\n", name, rows, et.Builds, et.Nodes, et.Build.Seconds(), et.Calls, et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS)
+			var asFit string
+			if *fitPath {
+				if ft, err := bench.TimeEvalRows(m, b, ds[0], rows, max(rep, 4)); err == nil {
+					asFit = fmt.Sprintf("%.4f s | %d", ft.PerEval.Seconds(), ft.Calls)
+				} else {
+					asFit = "failed: " + strings.ReplaceAll(err.Error(), "\n", " ") + " |"
+				}
+			} else {
+				asFit = "— | —"
+			}
+			fmt.Printf("| %s | %d | %d | %d | %.2f s | %d | %.3f s | %.1f | %.3g | %s |\n", name, rows, et.Builds, et.Nodes, et.Build.Seconds(), et.Calls, et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS, asFit)
 		}
 	}
 	if !*fits {
@@ -147,7 +158,7 @@ func compareXLA(mode, tasks string, restarts int) {
 	}
 	fmt.Println()
 	fmt.Printf("## Go vs XLA (plugin %s, XLA_FLAGS=%q): value+gradient at 1 and 50 parameter vectors × 50 trials; fits of 50 trials with %d restarts\n\n", plugin, os.Getenv("XLA_FLAGS"), restarts)
-	fmt.Println("XLA runs the looped form (one compiled program per stage and per recursion step), Go the unrolled one.")
+	fmt.Println("XLA runs the looped form (a program per stage group and a while loop per recursion), Go the unrolled one. Evaluations are timed as a fit makes them: rows in chunks, one per core, on XLA's CPU plugin as lanes.")
 	fmt.Println()
 	fmt.Println("| task | backend | largest graph (nodes) | build+compile | per evaluation, 1 × 50 | per evaluation, 50 × 50 | fit wall | of which build+compile | fit again, built | estimate error |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -162,11 +173,11 @@ func compareXLA(mode, tasks string, restarts int) {
 		}
 		var per, per50, fitNet [2]float64
 		for i, b := range []backends.Backend{bg, bx} {
-			et, err := bench.TimeEval(m, b, ds[0], 1, 5)
+			et, err := bench.TimeEvalRows(m, b, ds[0], 1, 5)
 			if err != nil {
 				fail(err)
 			}
-			et50, err := bench.TimeEval(m, b, ds[0], 50, 3)
+			et50, err := bench.TimeEvalRows(m, b, ds[0], 50, 3)
 			if err != nil {
 				fail(err)
 			}
