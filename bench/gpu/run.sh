@@ -21,6 +21,9 @@
 #   bench/gpu/run.sh fused     reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors with
 #                              each map between recursions a program of its own and with each
 #                              run of them one program (NIOC_FUSE_CALLS=off, on: the default)
+#   bench/gpu/run.sh replay    reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors on tapes
+#                              and as replays of the first evaluation's calls (NIOC_REPLAY=off, on:
+#                              the default since 2026-11-29)
 #   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
 #                              XLA's default flags and with its autotuners off (those flags the
 #                              plugin knows): build+compile and per evaluation
@@ -74,7 +77,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|cmdbuf|compile|optlevel|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|replay|cmdbuf|compile|optlevel|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -176,7 +179,7 @@ out=$OUT/$step.md
 		for a in 0 1; do
 			echo "## NIOC_XLA_ASYNC=$a"
 			echo
-			NIOC_XLA_ASYNC=$a bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off
+			NIOC_XLA_ASYNC=$a bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off
 		done
 		;;
 	cmdbuf)
@@ -189,7 +192,7 @@ out=$OUT/$step.md
 			[[ $c == default ]] || flags="${XLA_FLAGS:-} $c"
 			echo "## XLA_FLAGS=$flags"
 			echo
-			XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "refused or failed: exit $?"
+			XLA_FLAGS=$flags bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "refused or failed: exit $?"
 		done
 		;;
 	calls)
@@ -201,7 +204,7 @@ out=$OUT/$step.md
 		for a in 0 1; do
 			echo "## NIOC_XLA_ASYNC=$a, the last evaluation's calls"
 			echo
-			trace=$(NIOC_XLA_ASYNC=$a NIOC_TRACE_CALLS=1 bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1}" -fits=false -xla off 2>&1) || echo "failed: exit $?"
+			trace=$(NIOC_XLA_ASYNC=$a NIOC_TRACE_CALLS=1 bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${ROWS:-1}" -fits=false -xla off 2>&1) || echo "failed: exit $?"
 			n=$(grep '^| ' <<<"$trace" | tail -n 1 | awk -F'|' '{ gsub(/ /, "", $7); print $7 }')
 			grep '^nioc call' <<<"$trace" | tail -n "${CALLS:-${n:-23}}" | awk '{ print; ms += $(NF-1) } END { printf "sum %.3f ms\n", ms }'
 			echo
@@ -214,7 +217,17 @@ out=$OUT/$step.md
 		for f in off on; do
 			echo "## NIOC_FUSE_CALLS=$f"
 			echo
-			NIOC_FUSE_CALLS=$f bin/bench-table -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
+			NIOC_FUSE_CALLS=$f bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
+		done
+		;;
+	replay)
+		# Evaluations on tapes against replays of the first evaluation's program calls
+		# (NIOC_REPLAY=off, on: the default; docs/backends.md, "Replays"): the host's work between
+		# calls that wait for the device, at 1 and 50 vectors whatever ROWS says.
+		for r in off on; do
+			echo "## NIOC_REPLAY=$r"
+			echo
+			NIOC_REPLAY=$r bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
 		done
 		;;
 	compile)
@@ -238,7 +251,7 @@ out=$OUT/$step.md
 			fi
 			echo "## XLA_FLAGS=$flags"
 			echo
-			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-50}" -fits=false -xla off || echo "failed: exit $?"
+			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${ROWS:-50}" -fits=false -xla off || echo "failed: exit $?"
 		done
 		;;
 	optlevel)
@@ -250,14 +263,14 @@ out=$OUT/$step.md
 			[[ $c == default ]] || flags="${XLA_FLAGS:-} $c"
 			echo "## XLA_FLAGS=$flags"
 			echo
-			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
+			NIOC_XLA_CACHE= XLA_FLAGS=$flags bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
 		done
 		;;
 	fusion)
 		for f in xla barriers; do
 			echo "## NIOC_XLA_FUSION=$f"
 			echo
-			NIOC_XLA_FUSION=$f bin/bench-table -tasks "${TASKS:-reaching,cartpole}" -rows "${ROWS:-1,50}" -fits=false -xla off
+			NIOC_XLA_FUSION=$f bin/bench-table -as-fit=false -tasks "${TASKS:-reaching,cartpole}" -rows "${ROWS:-1,50}" -fits=false -xla off
 		done
 		;;
 	fit)
@@ -297,13 +310,13 @@ print(f"largest relative difference of an estimate, lanes off against on: {worst
 PY
 		;;
 	sweep)
-		bin/bench-table -tasks reaching -rows "${ROWS:-1,50,500,2500,10000}" -fits=false -xla off
+		bin/bench-table -as-fit=false -tasks reaching -rows "${ROWS:-1,50,500,2500,10000}" -fits=false -xla off
 		;;
 	tasks)
 		bin/bench-table -rows "${ROWS:-1,50}" -fits=false -xla off
 		;;
 	forward)
-		bin/bench-table -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
+		bin/bench-table -as-fit=false -tasks "" -forward reaching -forward-1="${FORWARD_1:-true}" -fits=false -xla off
 		;;
 	sample)
 		# SAMPLE_CONFIGS: the sampler settings to measure, CHAINS:WARMUP:DRAWS with :x for
@@ -331,7 +344,7 @@ PY
 		done
 		;;
 	blocks)
-		bin/bench-table -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off
+		bin/bench-table -as-fit=false -tasks "" -blocks "${TASKS:-reaching,cartpole}" -steps "${STEPS:-1,all}" -fits=false -xla off
 		;;
 	jax)
 		# REF: a checkout of RothkopfLab/nioc-neurips, by default .ref/nioc-neurips, with jaxopt
@@ -350,7 +363,7 @@ PY
 		echo
 		echo "## nioc-gpu on the same GPU"
 		echo
-		bin/bench-table -tasks reaching -rows "${ROWS:-1,50,500,5000}" -fits=false -xla off
+		bin/bench-table -as-fit=false -tasks reaching -rows "${ROWS:-1,50,500,5000}" -fits=false -xla off
 		;;
 	*)
 		echo "bench/gpu/run.sh: unknown step $step" >&2

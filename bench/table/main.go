@@ -100,7 +100,7 @@ func main() {
 			} else {
 				asFit = "— | —"
 			}
-			fmt.Printf("| %s | %d | %d | %d | %.2f s | %d | %.3f s | %.1f | %.3g | %s |\n", name, rows, et.Builds, et.Nodes, et.Build.Seconds(), et.Calls, et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS, asFit)
+			fmt.Printf("| %s | %d | %d | %d | %.2f s | %d | %.4f s | %.1f | %.3g | %s |\n", name, rows, et.Builds, et.Nodes, et.Build.Seconds(), et.Calls, et.PerEval.Seconds(), et.EvalsPerSec, et.TransitionsPS, asFit)
 		}
 	}
 	if !*fits {
