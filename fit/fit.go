@@ -511,6 +511,19 @@ func (f *Fitter) nonFiniteTrials(s Subject, x []float64) string {
 	return strings.Join(bad, ", ")
 }
 
+// batchOrder returns the order in which evalBatch evaluates reqs: by row, then by parameter
+// vector; the same for any order the requests came in.
+func batchOrder(reqs []*request) []int {
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(reqs[a].row, reqs[b].row), slices.Compare(reqs[a].theta, reqs[b].theta), cmp.Compare(a, b))
+	})
+	return order
+}
+
 // Batches returns the number of batched evaluation rounds run so far.
 func (f *Fitter) Batches() int { return f.batches }
 
@@ -522,14 +535,12 @@ func (f *Fitter) LargestBatch() int { return f.largest }
 // trials (likelihood.Evaluator.EvalRows); most is the most requests of any batch of the fit.
 //
 // The requests are evaluated grouped by row (a subject's restarts side by side, which packs
-// faster: likelihood's prepare copies a row that repeats the one before it); a row's result
-// does not depend on its place.
+// faster: likelihood's prepare copies a row that repeats the one before it), and within a row
+// in the order of their parameter vectors, not in the order the workers asked: on XLA's CPU
+// plugin a row's last bits can depend on its place in its chunk (where trials are not lanes:
+// docs/backends.md, "Replays"), and the workers' order changes from run to run.
 func (f *Fitter) evalBatch(trials, most int, reqs []*request) ([]float64, [][]float64, error) {
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].row, reqs[b].row) })
+	order := batchOrder(reqs)
 	dataRows := make([][][][]float64, len(reqs))
 	thetas := make([][]float64, len(reqs))
 	for k, i := range order {

@@ -124,3 +124,32 @@ func TestBootstrapSharesTheBatcher(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchOrder: a round's requests are evaluated in one order whatever order the workers
+// asked in (by row, then parameter vector), so that a fit on a backend where a row's last bits
+// depend on its place in its chunk (XLA's CPU plugin without lanes) gives the same numbers
+// from run to run.
+func TestBatchOrder(t *testing.T) {
+	reqs := []*request{
+		{row: 1, theta: []float64{0.5, 2}},
+		{row: 0, theta: []float64{0.5, 1}},
+		{row: 1, theta: []float64{0.5, 1}},
+		{row: 0, theta: []float64{-1, 3}},
+		{row: 1, theta: []float64{0.25, 9}},
+	}
+	want := [][]float64{{-1, 3}, {0.5, 1}, {0.25, 9}, {0.5, 1}, {0.5, 2}}
+	wantRows := []int{0, 0, 1, 1, 1}
+	for _, perm := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 1, 3}} {
+		in := make([]*request, len(reqs))
+		for i, j := range perm {
+			in[i] = reqs[j]
+		}
+		var got [][]float64
+		var rows []int
+		for _, k := range batchOrder(in) {
+			got, rows = append(got, in[k].theta), append(rows, in[k].row)
+		}
+		assert.Equal(t, want, got, "arrival order %v", perm)
+		assert.Equal(t, wantRows, rows, "arrival order %v", perm)
+	}
+}
