@@ -64,38 +64,7 @@ func TimeEval(m models.Model, b backends.Backend, trials [][][]float64, rows, re
 
 // TimeEvalWith is TimeEval with the likelihood's options given.
 func TimeEvalWith(m models.Model, b backends.Backend, opts likelihood.Options, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
-	e, err := likelihood.New(m, b, opts)
-	if err != nil {
-		return EvalTiming{}, err
-	}
-	spec := m.Spec()
-	data := make([][][][]float64, rows)
-	thetas := make([][]float64, rows)
-	for i := range rows {
-		data[i] = trials
-		thetas[i] = defaultPoint(spec)
-	}
-	d, err := e.Prepare(data, 0)
-	if err != nil {
-		return EvalTiming{}, err
-	}
-	t0 := time.Now()
-	if _, _, err := e.Eval(d, thetas); err != nil {
-		return EvalTiming{}, err
-	}
-	first := time.Since(t0)
-	calls := e.Calls()
-	t1 := time.Now()
-	for range repeats {
-		if _, _, err := e.Eval(d, thetas); err != nil {
-			return EvalTiming{}, err
-		}
-	}
-	per := time.Since(t1) / time.Duration(repeats)
-	st := e.Stats()
-	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: calls, Builds: st.Builds,
-		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
-		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
+	return timeEvals(m, b, opts, trials, rows, repeats, false)
 }
 
 // defaultPoint returns the task's default parameters on the fitting scale (a log-scaled
@@ -118,7 +87,15 @@ func defaultPoint(spec models.Spec) []float64 {
 // round of a fit's restarts costs; Calls counts the program calls of all chunks; Build, Nodes
 // and Builds are as TimeEval's.
 func TimeEvalRows(m models.Model, b backends.Backend, trials [][][]float64, rows, repeats int) (EvalTiming, error) {
-	e, err := likelihood.New(m, b, likelihood.Options{})
+	return timeEvals(m, b, likelihood.Options{}, trials, rows, repeats, true)
+}
+
+// timeEvals times one evaluation of rows parameter vectors at the task's defaults (its graphs
+// built and compiled: Build) and then repeats more (PerEval): through EvalRows as a fit makes
+// them (asFit), else one Eval of all rows. Calls counts the first evaluation's program calls
+// for Eval, a repeat's for EvalRows.
+func timeEvals(m models.Model, b backends.Backend, opts likelihood.Options, trials [][][]float64, rows, repeats int, asFit bool) (EvalTiming, error) {
+	e, err := likelihood.New(m, b, opts)
 	if err != nil {
 		return EvalTiming{}, err
 	}
@@ -129,22 +106,38 @@ func TimeEvalRows(m models.Model, b backends.Backend, trials [][][]float64, rows
 		data[i] = trials
 		thetas[i] = defaultPoint(spec)
 	}
-	bt := likelihood.Batching{Trials: len(trials), Most: rows, Keep: true}
+	eval := func() error {
+		_, _, err := e.EvalRows(data, thetas, likelihood.Batching{Trials: len(trials), Most: rows, Keep: true})
+		return err
+	}
+	if !asFit {
+		d, err := e.Prepare(data, 0)
+		if err != nil {
+			return EvalTiming{}, err
+		}
+		eval = func() error {
+			_, _, err := e.Eval(d, thetas)
+			return err
+		}
+	}
 	t0 := time.Now()
-	if _, _, err := e.EvalRows(data, thetas, bt); err != nil {
+	if err := eval(); err != nil {
 		return EvalTiming{}, err
 	}
 	first := time.Since(t0)
 	calls := e.Calls()
 	t1 := time.Now()
 	for range repeats {
-		if _, _, err := e.EvalRows(data, thetas, bt); err != nil {
+		if err := eval(); err != nil {
 			return EvalTiming{}, err
 		}
 	}
 	per := time.Since(t1) / time.Duration(repeats)
+	if asFit {
+		calls = (e.Calls() - calls) / max(repeats, 1)
+	}
 	st := e.Stats()
-	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: (e.Calls() - calls) / repeats, Builds: st.Builds,
+	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: calls, Builds: st.Builds,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),
 		TransitionsPS: float64(rows*len(trials)*(len(trials[0])-1)) / per.Seconds()}, nil
 }

@@ -104,6 +104,18 @@ esac
 if [[ (! -x bin/nioc-gpu || ! -x bin/likelihood.test) && -f bin/gpu-binaries.tar.gz ]]; then
 	tar -C bin -xzf bin/gpu-binaries.tar.gz # make gpu-binaries' archive, for copies that leave bin/ out
 fi
+# per_setting VAR VALUE...: TASKS (reaching) per evaluation at FUSED_ROWS (1,50) vectors with VAR
+# set to each VALUE in turn.
+per_setting() {
+	local var=$1 v
+	shift
+	for v in "$@"; do
+		echo "## $var=$v"
+		echo
+		env "$var=$v" bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
+	done
+}
+
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
 	[[ -x $b ]] || { echo "bench/gpu/run.sh: $b missing: run make gpu-binaries first" >&2; exit 2; }
 done
@@ -214,21 +226,13 @@ out=$OUT/$step.md
 		# The maps between recursions as a program each (NIOC_FUSE_CALLS=off: 20 calls an
 		# evaluation for reaching, 21 for cart-pole) against each run of them as one (7 and 7),
 		# at 1 and 50 vectors whatever ROWS says (issue 28's 10 ms is at 1 × 50).
-		for f in off on; do
-			echo "## NIOC_FUSE_CALLS=$f"
-			echo
-			NIOC_FUSE_CALLS=$f bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
-		done
+		per_setting NIOC_FUSE_CALLS off on
 		;;
 	replay)
 		# Evaluations on tapes against replays of the first evaluation's program calls
 		# (NIOC_REPLAY=off, on: the default; docs/backends.md, "Replays"): the host's work between
 		# calls that wait for the device, at 1 and 50 vectors whatever ROWS says.
-		for r in off on; do
-			echo "## NIOC_REPLAY=$r"
-			echo
-			NIOC_REPLAY=$r bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
-		done
+		per_setting NIOC_REPLAY off on
 		;;
 	compile)
 		# What a GPU compile spends its 15-25 s a shape on: XLA's autotuners, with the flags
