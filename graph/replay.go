@@ -11,9 +11,11 @@
 //
 // A recording is kept only if every tensor a call reads can be found again: an input the tape
 // was given before its first stage ran (Input, Series, Borrow, BorrowSeries, in that order),
-// the output of an earlier call, or zeros or ones the tape made; anything else (tangents of a
-// forward tape, an input given between stages) marks the key as not replayable, and its
-// evaluations run on tapes as before.
+// the output of an earlier call, or zeros or ones the tape made; and only if no stage ran
+// after a value was read (Fetch, Grad), since what the caller did next may have depended on
+// the numbers. Anything else (tangents of a forward tape, an input given between stages, a
+// read in the middle) marks the key as not replayable, and its evaluations run on tapes as
+// before.
 
 package graph
 
@@ -238,6 +240,11 @@ func (tp *Tape) exec(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
 	}
 	out := tp.e.execute(p, in)
 	if tp.rec != nil {
+		if len(tp.rec.reads) > 0 && tp.rec.broken == "" {
+			// What ran after a value was read may have depended on it (a host decision),
+			// which a replay of the calls would not see.
+			tp.rec.broken = "a stage ran after a value was read"
+		}
 		tp.rec.closed = true
 		tp.rec.calls = append(tp.rec.calls, recordedCall{p: p, in: slices.Clone(in), out: out})
 	}

@@ -9,8 +9,8 @@ import (
 
 // TestReplayEqualsTape: an evaluation recorded once (Record, SaveRecording) replays at other
 // inputs with the values and gradients of a tape to the last bit and the same program calls;
-// an input given after a stage ran leaves its key without a replay, and SetReplays(false)
-// replays nothing.
+// an input given after a stage ran, or a stage run after a read, leaves its key without a
+// replay, and SetReplays(false) replays nothing.
 func TestReplayEqualsTape(t *testing.T) {
 	b, err := NewBackend(BackendGo)
 	require.NoError(t, err)
@@ -77,4 +77,15 @@ func TestReplayEqualsTape(t *testing.T) {
 	tp.Record("late")
 	assert.Nil(t, tp.rec, "a key known not to replay is not recorded again")
 	tp.Release()
+
+	// A stage run after a read may have depended on the numbers read: no replay either.
+	tp = e.NewTape(true)
+	tp.Record("read")
+	abv, xv = inputs(tp, points[0])
+	out = flowProgram(tp, abv, xv)
+	tp.Fetch(out)
+	tp.Fetch(tp.Map("twice", func(in [][]S) [][]S { return [][]S{{Add(in[0][0], in[0][0])}} }, out)[0])
+	assert.Equal(t, "a stage ran after a value was read", tp.SaveRecording())
+	tp.Release()
+	assert.Nil(t, e.ReplayTape("read"))
 }
