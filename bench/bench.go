@@ -6,11 +6,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/control"
 	"github.com/nioc-gpu/nioc-gpu/fit"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/likelihood"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
@@ -90,10 +92,13 @@ func TimeEvalRows(m models.Model, b backends.Backend, trials [][][]float64, rows
 	return timeEvals(m, b, likelihood.Options{}, trials, rows, repeats, true)
 }
 
+// linkWait is how long timeEvals waits for replays linked into one program
+// (NIOC_REPLAY=program) before it times the evaluations as they are.
+const linkWait = 3 * time.Minute
+
 // timeEvals times one evaluation of rows parameter vectors at the task's defaults (its graphs
 // built and compiled: Build) and then repeats more (PerEval): through EvalRows as a fit makes
-// them (asFit), else one Eval of all rows. Calls counts the first evaluation's program calls
-// for Eval, a repeat's for EvalRows.
+// them (asFit), else one Eval of all rows. Calls counts a repeat's program calls.
 func timeEvals(m models.Model, b backends.Backend, opts likelihood.Options, trials [][][]float64, rows, repeats int, asFit bool) (EvalTiming, error) {
 	e, err := likelihood.New(m, b, opts)
 	if err != nil {
@@ -124,6 +129,18 @@ func timeEvals(m models.Model, b backends.Backend, opts likelihood.Options, tria
 	if err := eval(); err != nil {
 		return EvalTiming{}, err
 	}
+	if os.Getenv(graph.EnvReplay) == "program" {
+		// Replays link into one program in the background: time them once they have.
+		for start := time.Now(); e.Stats().ReplayPrograms == 0 && time.Since(start) < linkWait; {
+			if err := eval(); err != nil {
+				return EvalTiming{}, err
+			}
+			if err := e.LinkError(); err != nil {
+				return EvalTiming{}, err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	first := time.Since(t0)
 	calls := e.Calls()
 	t1 := time.Now()
@@ -133,9 +150,7 @@ func timeEvals(m models.Model, b backends.Backend, opts likelihood.Options, tria
 		}
 	}
 	per := time.Since(t1) / time.Duration(repeats)
-	if asFit {
-		calls = (e.Calls() - calls) / max(repeats, 1)
-	}
+	calls = (e.Calls() - calls) / max(repeats, 1)
 	st := e.Stats()
 	return EvalTiming{Task: spec.Name, Rows: rows, Trials: len(trials), Build: first - per, Compile: st.CompileTime, Nodes: st.Nodes, Calls: calls, Builds: st.Builds,
 		PerEval: per, EvalsPerSec: float64(rows) / per.Seconds(),

@@ -57,7 +57,9 @@ func FusionModeOf(b backends.Backend) string {
 // compileGraph compiles g's computation of outputs on backend b, its program text first passed
 // through rewrite if not nil, then through AddFusionBarriers where b's fusion mode asks for it,
 // then through ExpandSinCos where b takes its own sines and cosines (usesOwnSinCos).
-func compileGraph(b backends.Backend, g *G.Graph, rewrite rewriteFunc, outputs ...*G.Node) {
+//
+// It returns the program text compiled where b builds StableHLO, "" otherwise.
+func compileGraph(b backends.Backend, g *G.Graph, rewrite rewriteFunc, outputs ...*G.Node) string {
 	then := func(first, next rewriteFunc) rewriteFunc {
 		if first == nil {
 			return next
@@ -88,11 +90,16 @@ func compileGraph(b backends.Backend, g *G.Graph, rewrite rewriteFunc, outputs .
 			return out, nil
 		})
 	}
-	if rewrite != nil {
-		g.CompileRewritten(rewrite, outputs...)
-		return
+	if !g.HasStableHLO() {
+		g.Compile(outputs...)
+		return ""
 	}
-	g.Compile(outputs...)
+	var text string
+	g.CompileRewritten(then(rewrite, func(program string) (string, error) {
+		text = program
+		return program, nil
+	}), outputs...)
+	return text
 }
 
 var (

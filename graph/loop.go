@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	G "github.com/gomlx/gomlx/pkg/core/graph"
@@ -29,6 +30,7 @@ type Engine struct {
 	while    bool // recursions as while loops where the backend builds StableHLO (SetWhileLoops)
 	unfused  bool // each map a program of its own (SetFusedCalls)
 	noReplay bool // evaluations never replayed (SetReplays)
+	asOne    bool // replays run as one program (SetReplayPrograms)
 
 	lays     map[string][]outGroup // Engine.layouts
 	recorded map[string]*Replay    // Tape.SaveRecording's, by key; nil: not replayable
@@ -38,7 +40,7 @@ type Engine struct {
 
 // NewEngine returns an Engine that compiles for backend b.
 func NewEngine(b backends.Backend) *Engine {
-	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}, unfused: !fusedCallsDefault, noReplay: !replaysDefault}
+	return &Engine{backend: b, progs: map[string]*stageProg{}, warm: map[string]bool{}, unfused: !fusedCallsDefault, noReplay: !replaysDefault, asOne: replayProgramsDefault}
 }
 
 // SetStepsPerCall makes each program of a recursion (Tape.Scan) run k steps, unrolled in its
@@ -96,10 +98,12 @@ type stageProg struct {
 	outputs     []*G.Node
 	outs        []outGroup
 	compileOnce sync.Once
-	compiled    atomic.Bool // compileOnce has run
-	cerr        error       // compiling failed
-	tape        *tape       // the Go backend's executor for g, when it supports g's operations
-	rewrite     rewriteFunc // replaces the program's text before it compiles (while loops)
+	compiled    atomic.Bool   // compileOnce has run
+	cerr        error         // compiling failed
+	tape        *tape         // the Go backend's executor for g, when it supports g's operations
+	rewrite     rewriteFunc   // replaces the program's text before it compiles (while loops)
+	text        string        // the StableHLO text compiled, kept where replays run as one program
+	took        time.Duration // compiling it (or loading it from the cache) took
 }
 
 type outGroup struct {

@@ -81,8 +81,11 @@ func (e *Engine) compile(p *stageProg, late bool) {
 			p.tape, _ = compileTape(p.g, params, p.outputs) // nil: simplego runs p.g
 		}
 		if p.rewrite != nil || p.tape == nil {
-			compileGraph(e.backend, p.g, p.rewrite, p.outputs...)
+			if text := compileGraph(e.backend, p.g, p.rewrite, p.outputs...); e.replaysAsPrograms() {
+				p.text = text
+			}
 		}
+		p.took = time.Since(t0)
 		if traceCompiles {
 			fmt.Fprintf(os.Stderr, "nioc compile %-24s %9.3f s\n", p.name, time.Since(t0).Seconds())
 		}

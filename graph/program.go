@@ -44,8 +44,9 @@ type ProgramStats struct {
 	// builds and compiles several at once (BuildTime and CompileTime sum over them). A
 	// Program builds graphs of different shapes concurrently and adds each build's time.
 	Waited time.Duration
-	// Replays counts the evaluations an Engine ran as replays of a recorded one (Tape.Replay).
-	Replays int
+	// Replays counts the evaluations an Engine ran as replays of a recorded one (Tape.Replay),
+	// ReplayPrograms those of them that ran as one program (SetReplayPrograms).
+	Replays, ReplayPrograms int
 }
 
 type compiledGraph struct {

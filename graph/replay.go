@@ -27,7 +27,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// EnvReplay is the environment variable that turns replays off ("off"), for measurements.
+// EnvReplay is the environment variable that turns replays off ("off"), for measurements, or
+// runs each as one program ("program": replay_program.go).
 const EnvReplay = "NIOC_REPLAY"
 
 // replaysDefault is the default of SetReplays.
@@ -67,8 +68,9 @@ const (
 
 // replayCall is one program call of a Replay.
 type replayCall struct {
-	p  *stageProg
-	in []tensorSrc
+	p       *stageProg
+	in      []tensorSrc
+	outDims [][]int // its results' dimensions
 }
 
 // replayRead is one Fetch or Grad of a Replay: the tensor it reads (src, with kind srcNil
@@ -85,9 +87,11 @@ type replayRead struct {
 // Replay is a recorded evaluation (see Tape.Record): its program calls, where each call finds
 // its tensors, and what the evaluation read.
 type Replay struct {
-	inputs int
-	calls  []replayCall
-	reads  []replayRead
+	inputs    int
+	inDims    [][]int
+	calls     []replayCall
+	reads     []replayRead
+	linkState linked // the calls as one program (replay_program.go)
 }
 
 // recording is what a recording tape notes.
@@ -169,9 +173,19 @@ func (rec *recording) replay() (*Replay, string) {
 		s, ok := rec.consts[t]
 		return s, ok
 	}
-	r := &Replay{inputs: len(rec.inputs)}
+	r := &Replay{inputs: len(rec.inputs), inDims: make([][]int, len(rec.inputs))}
+	for i, t := range rec.inputs {
+		if t != nil {
+			r.inDims[i] = t.Shape().Dimensions
+		}
+	}
 	for i, c := range rec.calls {
-		rc := replayCall{p: c.p, in: make([]tensorSrc, len(c.in))}
+		rc := replayCall{p: c.p, in: make([]tensorSrc, len(c.in)), outDims: make([][]int, len(c.out))}
+		for j, t := range c.out {
+			if t != nil {
+				rc.outDims[j] = t.Shape().Dimensions
+			}
+		}
 		for k, t := range c.in {
 			s, ok := find(t)
 			if !ok {
@@ -271,6 +285,13 @@ func (e *Engine) ReplayTape(key string) *Tape {
 // and returns what the recorded evaluation's Fetch and Grad calls returned, in their order.
 // It panics if the inputs are not as many as the recording's.
 func (tp *Tape) Replay() [][]float64 {
+	res, _ := tp.ReplayLinked()
+	return res
+}
+
+// ReplayLinked is Replay, and reports whether the calls ran as one program
+// (Engine.SetReplayPrograms; false where linking them failed: Engine.LinkError).
+func (tp *Tape) ReplayLinked() ([][]float64, bool) {
 	r := tp.replay
 	if r == nil {
 		panic("graph: Replay of a tape that does not replay")
@@ -282,32 +303,46 @@ func (tp *Tape) Replay() [][]float64 {
 	tp.e.stats.Replays++
 	tp.e.mu.Unlock()
 	outs := make([][]*tensors.Tensor, len(r.calls))
+	getConst := func(s tensorSrc) *tensors.Tensor {
+		if s.kind == srcNil {
+			return nil
+		}
+		data := make([]float64, batchSize(s.dims))
+		if s.kind == srcOnes {
+			for i := range data {
+				data[i] = 1
+			}
+		}
+		t := NewTensor(data, s.dims...)
+		tp.owned = append(tp.owned, t)
+		return t
+	}
 	get := func(s tensorSrc) *tensors.Tensor {
 		switch s.kind {
 		case srcInput:
 			return tp.replayIn[s.i]
 		case srcOutput:
 			return outs[s.i][s.j]
-		case srcZeros, srcOnes:
-			data := make([]float64, batchSize(s.dims))
-			if s.kind == srcOnes {
-				for i := range data {
-					data[i] = 1
-				}
-			}
-			t := NewTensor(data, s.dims...)
-			tp.owned = append(tp.owned, t)
-			return t
 		}
-		return nil
+		return getConst(s)
 	}
-	for i, c := range r.calls {
-		in := make([]*tensors.Tensor, len(c.in))
-		for k, s := range c.in {
-			in[k] = get(s)
+	got, linked := tp.runLinked(r)
+	if linked {
+		get = func(s tensorSrc) *tensors.Tensor {
+			if s.kind == srcZeros || s.kind == srcOnes || s.kind == srcNil {
+				return getConst(s)
+			}
+			return got[s.key()]
 		}
-		outs[i] = tp.e.execute(c.p, in)
-		tp.owned = append(tp.owned, outs[i]...)
+	} else {
+		for i, c := range r.calls {
+			in := make([]*tensors.Tensor, len(c.in))
+			for k, s := range c.in {
+				in[k] = get(s)
+			}
+			outs[i] = tp.e.execute(c.p, in)
+			tp.owned = append(tp.owned, outs[i]...)
+		}
 	}
 	res := make([][]float64, len(r.reads))
 	for k, rd := range r.reads {
@@ -323,5 +358,5 @@ func (tp *Tape) Replay() [][]float64 {
 			res[k] = fetchRef(at, rd.lay, rd.batch)
 		}
 	}
-	return res
+	return res, linked
 }

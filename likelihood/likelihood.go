@@ -313,6 +313,10 @@ func (e *Evaluator) Stats() graph.ProgramStats {
 // Calls returns the number of program runs of the looped form so far.
 func (e *Evaluator) Calls() int { return e.engine.Calls() }
 
+// LinkError returns why the looped form's replays could not be linked into one program
+// (graph.Engine.SetReplayPrograms; NIOC_REPLAY=program), nil if none failed.
+func (e *Evaluator) LinkError() error { return e.engine.LinkError() }
+
 // Eval returns, for each row p of d, the log-likelihood of its trials at parameters theta[p]
 // (in each parameter's fitting scale: log10 or linear) summed over trials and time steps, and
 // its gradient with respect to theta[p]. A log-likelihood that is not finite (for example a

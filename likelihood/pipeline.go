@@ -387,6 +387,9 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	if e.opts.ValueOnly {
 		loglik = tp.Fetch(total)
 		tp.SaveRecording()
+		if res, ok := e.replayLinked(shapes, data, d, flat, nominal); ok {
+			return res[0], nil, nil
+		}
 		return loglik, nil, nil
 	}
 	// Backward first: the last stage then runs with the start of its vector–Jacobian
@@ -394,7 +397,28 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	tp.Backward(total)
 	loglik, grad = tp.Fetch(total), tp.Grad(in.theta)
 	tp.SaveRecording()
+	if res, ok := e.replayLinked(shapes, data, d, flat, nominal); ok {
+		return res[0], res[1], nil
+	}
 	return loglik, grad, nil
+}
+
+// replayLinked runs the evaluation just recorded under key again as its replay linked into one
+// program, where replays run as one program (graph.Engine.SetReplayPrograms), so that every
+// evaluation's numbers are the one program's (they differ from the calls' one by one in the
+// last bits). ok is false where they do not, or linking failed.
+func (e *Evaluator) replayLinked(key string, data *dataTensors, d *Data, flat []float64, nominal *control.Policy) ([][]float64, bool) {
+	if !e.engine.ReplayPrograms() {
+		return nil, false
+	}
+	rt := e.engine.ReplayTape(key)
+	if rt == nil {
+		return nil, false
+	}
+	defer rt.Release()
+	e.loopedInputs(rt, data, d, flat, nominal)
+	res, linked := rt.ReplayLinked()
+	return res, linked
 }
 
 // loopedInputs gives tp d's tensors data (Data.tensors), the parameter vectors flat and the

@@ -1,6 +1,8 @@
 package likelihood
 
 import (
+	"math"
+
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -74,4 +76,53 @@ func shifted(theta []float64, d float64) []float64 {
 	out := append([]float64(nil), theta...)
 	out[0] += d
 	return out
+}
+
+// TestReplayProgram: on XLA's CPU plugin, replays linked into one program (one call an
+// evaluation) give every evaluation, the first of a shape too, the one program's numbers: the
+// same whatever was evaluated before, and within 1e-12 of the calls one by one (XLA compiles
+// the module as a whole: last bits). It runs where a plugin is installed (make xla-cpu) and
+// is skipped otherwise.
+func TestReplayProgram(t *testing.T) {
+	bx, _ := xlaAndGo(t)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	trials := simulateTrials(t, m, control.ObservePartial, natural, 50, 20, 2)
+	theta := m.Spec().Defaults()
+	for i, p := range m.Spec().Params {
+		theta[i] = p.ToScale(natural[i])
+	}
+	points := [][][]float64{
+		{theta, theta, theta, theta},
+		{shifted(theta, 0.2), shifted(theta, -0.1), theta, shifted(theta, 0.1)},
+		{shifted(theta, 0.05), theta, shifted(theta, -0.2), theta},
+	}
+	rows := [][][][]float64{trials, trials, trials, trials}
+	evaluate := func(asOne bool, order []int) (map[int][][]float64, int) {
+		e, err := New(m, bx, Options{Form: FormLooped})
+		require.NoError(t, err)
+		e.engine.SetReplayPrograms(asOne)
+		got := map[int][][]float64{}
+		for _, i := range order {
+			ll, grad, err := e.EvalRows(rows, points[i], Batching{Trials: len(trials), Keep: true})
+			require.NoError(t, err)
+			require.NoError(t, e.engine.LinkError())
+			got[i] = append([][]float64{ll}, grad...)
+		}
+		return got, e.engine.Stats().ReplayPrograms
+	}
+	calls, _ := evaluate(false, []int{0, 1, 2})
+	first, linked := evaluate(true, []int{0, 1, 2})
+	again, _ := evaluate(true, []int{2, 0, 1})
+	assert.Positive(t, linked, "evaluations ran as one program")
+	assert.Equal(t, first, again, "each evaluation gets the one program's numbers, the first of a shape too")
+	for i := range points {
+		for r := range first[i] {
+			for j := range first[i][r] {
+				a, b := calls[i][r][j], first[i][r][j]
+				assert.InDelta(t, a, b, 1e-12*math.Max(1, math.Abs(a)), "point %d, %d %d", i, r, j)
+			}
+		}
+	}
 }

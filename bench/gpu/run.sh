@@ -21,9 +21,10 @@
 #   bench/gpu/run.sh fused     reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors with
 #                              each map between recursions a program of its own and with each
 #                              run of them one program (NIOC_FUSE_CALLS=off, on: the default)
-#   bench/gpu/run.sh replay    reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors on tapes
-#                              and as replays of the first evaluation's calls (NIOC_REPLAY=off, on:
-#                              the default since 2026-11-29)
+#   bench/gpu/run.sh replay    reaching (TASKS) per evaluation at FUSED_ROWS (1,50) vectors on tapes,
+#                              as replays of the first evaluation's calls (NIOC_REPLAY=off, on:
+#                              the default since 2026-11-29), and as those calls linked into one
+#                              program (program: one call an evaluation; timed once linked)
 #   bench/gpu/run.sh compile   reaching (TASKS) at ROWS (50) vectors, compiled without the cache, with
 #                              XLA's default flags and with its autotuners off (those flags the
 #                              plugin knows): build+compile and per evaluation
@@ -231,8 +232,9 @@ out=$OUT/$step.md
 	replay)
 		# Evaluations on tapes against replays of the first evaluation's program calls
 		# (NIOC_REPLAY=off, on: the default; docs/backends.md, "Replays"): the host's work between
-		# calls that wait for the device, at 1 and 50 vectors whatever ROWS says.
-		per_setting NIOC_REPLAY off on
+		# calls that wait for the device; and replays linked into one program (program): one
+		# wait an evaluation instead of 7. At 1 and 50 vectors whatever ROWS says.
+		per_setting NIOC_REPLAY off on program
 		;;
 	compile)
 		# What a GPU compile spends its 15-25 s a shape on: XLA's autotuners, with the flags

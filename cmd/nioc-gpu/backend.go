@@ -67,6 +67,12 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	if os.Getenv(graph.EnvFuseCalls) == "off" {
 		fmt.Fprintf(stdout, "fused calls: off ($%s=off): each map between two recursions is a program call of its own\n", graph.EnvFuseCalls)
 	}
+	switch os.Getenv(graph.EnvReplay) {
+	case "off":
+		fmt.Fprintf(stdout, "replays: off ($%s=off): every evaluation runs on a tape\n", graph.EnvReplay)
+	case "program":
+		fmt.Fprintf(stdout, "replays: as one program each ($%s=program): an evaluation is one call, its numbers those of the linked program (docs/backends.md)\n", graph.EnvReplay)
+	}
 	if os.Getenv(graph.EnvXLAAsync) == "1" {
 		fmt.Fprintf(stdout, "calls that do not wait: on for GPU plugins ($%s=1); the CPU plugin's calls wait (its buffers share host memory)\n", graph.EnvXLAAsync)
 	}
