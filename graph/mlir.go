@@ -9,23 +9,10 @@ import (
 	"strings"
 )
 
-// stepFunction returns the text of a GoMLX program's main function renamed to a private
-// function name, for another program to call.
+// stepFunction returns the text of a GoMLX program's functions for another program to call:
+// its main renamed to the private function name, any others to name_ and their own names.
 func stepFunction(program, name string) (string, error) {
-	start := strings.Index(program, "func.func @main(")
-	end := strings.LastIndex(program, "}")
-	if start < 0 || end < start {
-		return "", fmt.Errorf("graph: unexpected StableHLO program:\n%.400s", program)
-	}
-	fn := program[start:end]
-	fn = strings.Replace(fn, "func.func @main(", "func.func private @"+name+"(", 1)
-	// The main function returns with stablehlo.return; a called function needs func.return.
-	i := strings.LastIndex(fn, "\"stablehlo.return\"(")
-	if i < 0 {
-		return "", fmt.Errorf("graph: no return in StableHLO function:\n%.400s", fn)
-	}
-	fn = fn[:i] + "\"func.return\"(" + fn[i+len("\"stablehlo.return\"("):]
-	return "  " + strings.TrimRight(fn, " \n") + "\n", nil
+	return privateFunctions(program, name+"_", name)
 }
 
 func tensorType(dims []int) string {

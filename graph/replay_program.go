@@ -186,7 +186,7 @@ func (r *Replay) moduleText(outDims [][]int) (string, error) {
 		if c.p.text == "" {
 			return "", fmt.Errorf("%s: no program text kept", c.p.name)
 		}
-		fn, err := privateFunctions(c.p.text, fmt.Sprintf("r%d_", i))
+		fn, err := privateFunctions(c.p.text, fmt.Sprintf("r%d_", i), fmt.Sprintf("r%d_main", i))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", c.p.name, err)
 		}
@@ -223,8 +223,8 @@ func (r *Replay) moduleText(outDims [][]int) (string, error) {
 }
 
 // privateFunctions returns the functions of a program's module text, each renamed with
-// prefix (main as prefix+"main"), all private, main returning with func.return.
-func privateFunctions(program, prefix string) (string, error) {
+// prefix, main as mainName, all private, main returning with func.return.
+func privateFunctions(program, prefix, mainName string) (string, error) {
 	start := strings.Index(program, "func.func ")
 	end := strings.LastIndex(program, "}")
 	if start < 0 || end < start {
@@ -239,17 +239,20 @@ func privateFunctions(program, prefix string) (string, error) {
 		return "", fmt.Errorf("no main function in:\n%.400s", program)
 	}
 	body = symbolRef.ReplaceAllStringFunc(body, func(ref string) string {
-		if names[ref[1:]] {
+		switch {
+		case ref == "@main":
+			return "@" + mainName
+		case names[ref[1:]]:
 			return "@" + prefix + ref[1:]
 		}
 		return ref
 	})
-	mainDef := "func.func @" + prefix + "main("
+	mainDef := "func.func @" + mainName + "("
 	i := strings.Index(body, mainDef)
 	if i < 0 {
 		return "", fmt.Errorf("main is not public in:\n%.400s", program)
 	}
-	body = body[:i] + "func.func private @" + prefix + "main(" + body[i+len(mainDef):]
+	body = body[:i] + "func.func private @" + mainName + "(" + body[i+len(mainDef):]
 	// main's terminator: the last return before the next function (or the end).
 	mainEnd := len(body)
 	if j := strings.Index(body[i+1:], "func.func "); j >= 0 {
