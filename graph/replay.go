@@ -281,9 +281,24 @@ func (e *Engine) ReplayTape(key string) *Tape {
 	return &Tape{e: e, replay: r, ct: map[*Value]ref{}}
 }
 
+// Replayable reports whether a replaying tape (ReplayTape) was given inputs of the number and
+// dimensions its recording was (Replay panics otherwise).
+func (tp *Tape) Replayable() bool {
+	r := tp.replay
+	if r == nil || len(tp.replayIn) != r.inputs {
+		return false
+	}
+	for i, t := range tp.replayIn {
+		if t == nil || !slices.Equal(t.Shape().Dimensions, r.inDims[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Replay runs the program calls of a replaying tape (ReplayTape) on the inputs it was given
 // and returns what the recorded evaluation's Fetch and Grad calls returned, in their order.
-// It panics if the inputs are not as many as the recording's.
+// It panics if the tape is not Replayable.
 func (tp *Tape) Replay() [][]float64 {
 	res, _ := tp.ReplayLinked()
 	return res
@@ -296,8 +311,8 @@ func (tp *Tape) ReplayLinked() ([][]float64, bool) {
 	if r == nil {
 		panic("graph: Replay of a tape that does not replay")
 	}
-	if len(tp.replayIn) != r.inputs {
-		panic(fmt.Sprintf("graph: a replay of %d inputs given %d", r.inputs, len(tp.replayIn)))
+	if !tp.Replayable() {
+		panic(fmt.Sprintf("graph: a replay of %d inputs given %d, or of other dimensions", r.inputs, len(tp.replayIn)))
 	}
 	tp.e.mu.Lock()
 	tp.e.stats.Replays++

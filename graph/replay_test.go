@@ -60,6 +60,11 @@ func TestReplayEqualsTape(t *testing.T) {
 		assert.Equal(t, wantCalls, e.Calls()-c0, "the same program calls")
 	}
 	assert.Equal(t, 2, e.Stats().Replays)
+	rt := e.ReplayTape("flow")
+	rt.Input(points[0][:4], 2, []int{2}, true) // other dimensions
+	assert.False(t, rt.Replayable(), "inputs of other dimensions")
+	assert.Panics(t, func() { rt.Replay() })
+	rt.Release()
 	assert.Nil(t, plain.ReplayTape("flow"), "SetReplays(false) keeps no replay")
 
 	// An input given between stages cannot be given to a replay: no replay of the key.

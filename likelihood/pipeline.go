@@ -360,15 +360,18 @@ func (e *Evaluator) evalLooped(d *Data, flat []float64, nominal *control.Policy)
 	defer release()
 	shapes := fmt.Sprintf("T%d P%d N%d running%d ends%d nominal%d lanes%t", d.Steps, d.Rows, d.Trials, len(d.running), len(d.ends), len(d.nominal), d.lanes)
 	if rt := e.engine.ReplayTape(shapes); rt != nil && !e.opts.ForwardGradient {
-		// The same calls as the evaluation recorded below, without the tape (graph's replays).
+		// The same calls as the evaluation recorded below, without the tape (graph's replays),
+		// where the inputs are those it was recorded with (else on a tape, as below).
 		defer rt.Release()
-		e.noteShape(d)
 		e.loopedInputs(rt, data, d, flat, nominal)
-		res := rt.Replay()
-		if e.opts.ValueOnly {
-			return res[0], nil, nil
+		if rt.Replayable() {
+			e.noteShape(d)
+			res := rt.Replay()
+			if e.opts.ValueOnly {
+				return res[0], nil, nil
+			}
+			return res[0], res[1], nil
 		}
-		return res[0], res[1], nil
 	}
 	if err := tp.Precompile(shapes, func(dry *graph.Tape) {
 		total := e.pipeline(dry, e.loopedInputs(dry, data, d, flat, nominal))
