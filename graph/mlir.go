@@ -46,9 +46,12 @@ func (m *mlir) index(v int) string {
 	return x
 }
 
-func (m *mlir) zeros(dims []int) string {
+func (m *mlir) zeros(dims []int) string { return m.fill("0.0", dims) }
+
+// fill returns a constant of dimensions dims whose every entry is the float literal v.
+func (m *mlir) fill(v string, dims []int) string {
 	z := m.name()
-	m.line(`%s = "stablehlo.constant"() { value = dense<0.0> : tensor<f64> } : () -> tensor<f64>`, z)
+	m.line(`%s = "stablehlo.constant"() { value = dense<%s> : tensor<f64> } : () -> tensor<f64>`, z, v)
 	x := m.name()
 	m.line(`%s = "stablehlo.broadcast_in_dim"(%s) { broadcast_dimensions = array<i64> } : (tensor<f64>) -> %s`, x, z, tensorType(dims))
 	return x

@@ -87,7 +87,6 @@ type replayRead struct {
 // Replay is a recorded evaluation (see Tape.Record): its program calls, where each call finds
 // its tensors, and what the evaluation read.
 type Replay struct {
-	inputs    int
 	inDims    [][]int
 	calls     []replayCall
 	reads     []replayRead
@@ -173,7 +172,7 @@ func (rec *recording) replay() (*Replay, string) {
 		s, ok := rec.consts[t]
 		return s, ok
 	}
-	r := &Replay{inputs: len(rec.inputs), inDims: make([][]int, len(rec.inputs))}
+	r := &Replay{inDims: make([][]int, len(rec.inputs))}
 	for i, t := range rec.inputs {
 		if t != nil {
 			r.inDims[i] = t.Shape().Dimensions
@@ -285,7 +284,7 @@ func (e *Engine) ReplayTape(key string) *Tape {
 // dimensions its recording was (Replay panics otherwise).
 func (tp *Tape) Replayable() bool {
 	r := tp.replay
-	if r == nil || len(tp.replayIn) != r.inputs {
+	if r == nil || len(tp.replayIn) != len(r.inDims) {
 		return false
 	}
 	for i, t := range tp.replayIn {
@@ -312,7 +311,7 @@ func (tp *Tape) ReplayLinked() ([][]float64, bool) {
 		panic("graph: Replay of a tape that does not replay")
 	}
 	if !tp.Replayable() {
-		panic(fmt.Sprintf("graph: a replay of %d inputs given %d, or of other dimensions", r.inputs, len(tp.replayIn)))
+		panic(fmt.Sprintf("graph: a replay of %d inputs given %d, or of other dimensions", len(r.inDims), len(tp.replayIn)))
 	}
 	tp.e.mu.Lock()
 	tp.e.stats.Replays++

@@ -175,7 +175,7 @@ func (r *Replay) moduleText(outDims [][]int) (string, error) {
 		case srcZeros:
 			return m.barrier([]string{m.zeros(s.dims)}, []string{tensorType(s.dims)})[0], nil
 		case srcOnes:
-			return m.barrier([]string{m.ones(s.dims)}, []string{tensorType(s.dims)})[0], nil
+			return m.barrier([]string{m.fill("1.0", s.dims)}, []string{tensorType(s.dims)})[0], nil
 		}
 		if v, ok := vals[s.key()]; ok {
 			return v, nil
@@ -267,15 +267,6 @@ func privateFunctions(program, prefix, mainName string) (string, error) {
 		body = body[:k] + "\"func.return\"(" + body[k+len("\"stablehlo.return\"("):]
 	}
 	return "  " + strings.TrimRight(body, " \n") + "\n", nil
-}
-
-// ones returns a constant of ones of dimensions dims.
-func (m *mlir) ones(dims []int) string {
-	o := m.name()
-	m.line(`%s = "stablehlo.constant"() { value = dense<1.0> : tensor<f64> } : () -> tensor<f64>`, o)
-	x := m.name()
-	m.line(`%s = "stablehlo.broadcast_in_dim"(%s) { broadcast_dimensions = array<i64> } : (tensor<f64>) -> %s`, x, o, tensorType(dims))
-	return x
 }
 
 // barrier passes xs (of types) through one optimization barrier.
