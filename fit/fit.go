@@ -537,8 +537,10 @@ func (f *Fitter) LargestBatch() int { return f.largest }
 // The requests are evaluated grouped by row (a subject's restarts side by side, which packs
 // faster: likelihood's prepare copies a row that repeats the one before it), and within a row
 // in the order of their parameter vectors, not in the order the workers asked: on XLA's CPU
-// plugin a row's last bits can depend on its place in its chunk (where trials are not lanes:
-// docs/backends.md, "Replays"), and the workers' order changes from run to run.
+// plugin with its code for AVX-512 a row's last bits can depend on its place in its chunk
+// (where trials are not lanes and the command did not cap the code: graph.ExactRowsOnCPU,
+// docs/backends.md, "A row's place in its chunk"), and the workers' order changes from run to
+// run.
 func (f *Fitter) evalBatch(trials, most int, reqs []*request) ([]float64, [][]float64, error) {
 	order := batchOrder(reqs)
 	dataRows := make([][][][]float64, len(reqs))

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -159,8 +161,10 @@ func RunsOnHost(b backends.Backend) bool {
 }
 
 // CPUFlags returns the XLA_FLAGS nioc-gpu sets for the CPU plugin when the user has set none,
-// given its fusion mode: XLA's cpu-parallel-task-assigner pass off, under FusionOff its
-// operator-fusion pass too, and code generated at optimization level 2 instead of XLA's 3.
+// given its fusion mode and whether a row's bits must not depend on its place in its chunk
+// (ExactRowsOnCPU): XLA's cpu-parallel-task-assigner pass off, under FusionOff its
+// operator-fusion pass too, code generated at optimization level 2 instead of XLA's 3, and
+// with exactRows, on amd64, code for at most AVX2 (CPUExactRowsISA).
 //
 // Level 2 (LLVM's O2 and its default code generation, where 3 is O3 and aggressive code
 // generation) made warm fits 6–24 % faster with the same estimates and evaluations (reaching's
@@ -177,13 +181,43 @@ func RunsOnHost(b backends.Backend) bool {
 // (docs/backends.md, "One thread a chunk"). Fusion without AddFusionBarriers recomputes shared
 // values in every fusion that reads them, and takes time that grows steeply with graph size:
 // on unrolled graphs (linear task, T = 20, 18k nodes) 10 min with it and 12 s without.
-func CPUFlags(fusion string) string {
+func CPUFlags(fusion string, exactRows bool) string {
 	passes := []string{"cpu-parallel-task-assigner"}
 	if fusion == FusionOff {
 		passes = append(passes, "fusion")
 	}
-	return "--xla_disable_hlo_passes=" + strings.Join(passes, ",") + " " + CPUOptLevel
+	flags := "--xla_disable_hlo_passes=" + strings.Join(passes, ",") + " " + CPUOptLevel
+	if exactRows && runtime.GOARCH == "amd64" {
+		flags += " " + CPUExactRowsISA
+	}
+	return flags
 }
+
+// CPUExactRowsISA is the flag of CPUFlags that keeps a row's bits wherever it sits in its
+// chunk: XLA's CPU code for at most AVX2, on processors that have AVX-512.
+//
+// Where a likelihood's trials are not lanes (linearized at the mean or by iLQG: a row's trials
+// share its nominal), its kernels loop over the rows of a chunk (a row's own values, of
+// layout [rows, 1]) or over rows × trials, and XLA's code for AVX-512 rounds some of a loop's
+// elements otherwise than others (where, was not found), so that a row's last bits depended on
+// where in its chunk it sat: a subject fitted beside others (a study, the subject queue) differed from
+// its fit alone by up to 4e-10 relative in its estimates (navigation linearized at the mean),
+// its standard errors in the 11th digit. With AVX2 they agree to the bit, the bootstrap and
+// check included; on 2 cores of an AMD EPYC with AVX-512 reaching's fits took 0–7 % longer
+// (docs/backends.md, "A row's place in its chunk"). Lanes need no cap (their chunks are
+// multiples of LaneWidth trials) and lose up to 30 % with it, so it is set only for the
+// likelihoods that need it: on a processor without AVX-512 it changes nothing.
+const CPUExactRowsISA = "--xla_cpu_max_isa=AVX2"
+
+// exactRows is set by ExactRowsOnCPU.
+var exactRows atomic.Bool
+
+// ExactRowsOnCPU has the CPU plugin, if it opens after the call, make code whose bits for a row
+// of a chunk do not depend on the row's place in it (CPUExactRowsISA), as a likelihood whose
+// trials are not lanes needs for a subject to get the same numbers fitted alone and beside
+// others. A process sets it before it opens the XLA backend (NewBackend); it changes nothing
+// for a plugin already open, nor where the user has set XLA_FLAGS.
+func ExactRowsOnCPU() { exactRows.Store(true) }
 
 // CPUOptLevel is the flag of CPUFlags that sets the CPU plugin's optimization level.
 const CPUOptLevel = "--xla_backend_optimization_level=2"

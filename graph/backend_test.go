@@ -72,15 +72,26 @@ func TestXLACPUFusion(t *testing.T) {
 	}
 }
 
-// TestCPUFlags: the passes nioc-gpu turns off on the CPU plugin, by fusion mode, and its
-// optimization level.
+// TestCPUFlags: the passes nioc-gpu turns off on the CPU plugin, by fusion mode, its
+// optimization level, and the processor's instructions it caps where rows must keep their bits
+// (on amd64).
 func TestCPUFlags(t *testing.T) {
-	for _, tc := range []struct{ fusion, want string }{
-		{FusionBarriers, "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2"},
-		{FusionXLA, "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2"},
-		{FusionOff, "--xla_disable_hlo_passes=cpu-parallel-task-assigner,fusion --xla_backend_optimization_level=2"},
+	const lanes = "--xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2"
+	exact := lanes
+	if runtime.GOARCH == "amd64" {
+		exact += " --xla_cpu_max_isa=AVX2"
+	}
+	for _, tc := range []struct {
+		fusion    string
+		exactRows bool
+		want      string
+	}{
+		{FusionBarriers, false, lanes},
+		{FusionXLA, false, lanes},
+		{FusionOff, false, "--xla_disable_hlo_passes=cpu-parallel-task-assigner,fusion --xla_backend_optimization_level=2"},
+		{FusionBarriers, true, exact},
 	} {
-		assert.Equal(t, tc.want, CPUFlags(tc.fusion), tc.fusion)
+		assert.Equal(t, tc.want, CPUFlags(tc.fusion, tc.exactRows), "%s %t", tc.fusion, tc.exactRows)
 	}
 }
 
@@ -159,7 +170,7 @@ func TestCPUFlagsKeepKernelsWhole(t *testing.T) {
 		return false
 	}
 	assert.True(t, split(""), "XLA's own passes split the kernel")
-	assert.False(t, split(CPUFlags(FusionBarriers)), "with %s they do not", CPUFlags(FusionBarriers))
+	assert.False(t, split(CPUFlags(FusionBarriers, false)), "with %s they do not", CPUFlags(FusionBarriers, false))
 }
 
 // compileLargeKernel compiles and runs a program of one element-wise kernel over 512 × 512

@@ -59,7 +59,7 @@ func openXLA(path string, shared, async bool) (b backends.Backend, err error) {
 			flags = append(flags, "--xla_gpu_cuda_data_dir="+filepath.Dir(path))
 		}
 		if cpu {
-			flags = append(flags, CPUFlags(fusion))
+			flags = append(flags, CPUFlags(fusion, exactRows.Load()))
 		}
 		if len(flags) > 0 {
 			os.Setenv("XLA_FLAGS", strings.Join(flags, " "))

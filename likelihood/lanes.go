@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
+	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
 // Lanes. On XLA's CPU plugin the compiled kernels loop over an array's dimensions and
@@ -38,7 +39,7 @@ const LaneWidth = 64
 // LinearizeData with reverse-mode gradients, on XLA's CPU plugin unless NIOC_LANES=off, and
 // on an accelerator with NIOC_LANES=on.
 func (e *Evaluator) lanes() bool {
-	if e.opts.Linearize != LinearizeData || !e.looped() || e.opts.ForwardGradient {
+	if !lanesPossible(e.opts) || !e.looped() {
 		return false
 	}
 	switch os.Getenv(EnvLanes) {
@@ -48,6 +49,24 @@ func (e *Evaluator) lanes() bool {
 		return true
 	}
 	return graph.CompilesSlowly(e.backend) && runsOnHost(e.backend)
+}
+
+// lanesPossible reports whether a likelihood with options o (resolved: Options.withDefaults)
+// can run its trials as lanes: linearized at the data (no trial shares another's nominal),
+// with reverse-mode gradients.
+func lanesPossible(o Options) bool { return o.Linearize == LinearizeData && !o.ForwardGradient }
+
+// TrialsAsLanes reports whether a likelihood of task spec with options opts runs its trials as
+// lanes on XLA's CPU plugin (Evaluator.lanes), before any Evaluator is made: linearized at the
+// data, in the looped form, with reverse-mode gradients, unless NIOC_LANES=off. Where it does
+// not, its rows' last bits depend on where in their chunks they sit unless the plugin opened
+// after graph.ExactRowsOnCPU, which a command asks for before it opens the XLA backend for
+// such a likelihood, so that a subject gets the same numbers fitted alone and beside others.
+func TrialsAsLanes(spec models.Spec, opts Options) bool {
+	if opts.Linearize == "" {
+		opts.Linearize = TaskLinearization(spec)
+	}
+	return lanesPossible(opts) && opts.Form != FormUnrolled && os.Getenv(EnvLanes) != "off"
 }
 
 // evalLanes is EvalRows in lanes: each trial of rows becomes a row of its own (a subslice of

@@ -144,7 +144,12 @@ func flagsLine() string {
 	if f := os.Getenv("XLA_FLAGS"); f != "" {
 		return fmt.Sprintf("XLA_FLAGS=%s: yours; nioc-gpu adds none", f)
 	}
-	return fmt.Sprintf("XLA_FLAGS: unset, so nioc-gpu sets %s for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too; optimization level 2: faster code than XLA's 3)", graph.CPUFlags(graph.FusionBarriers))
+	base := graph.CPUFlags(graph.FusionBarriers, false)
+	line := fmt.Sprintf("XLA_FLAGS: unset, so nioc-gpu sets %s for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too; optimization level 2: faster code than XLA's 3)", base)
+	if graph.CPUFlags(graph.FusionBarriers, true) != base {
+		line += ", and " + graph.CPUExactRowsISA + " besides for a likelihood whose trials are not lanes (linearized at the mean or by iLQG: a row's bits then do not depend on its place in its chunk)"
+	}
+	return line
 }
 
 // cacheLine says where XLA keeps its compiled programs (graph.XLACacheDir), how many it holds

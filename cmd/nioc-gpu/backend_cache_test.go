@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -41,7 +42,11 @@ func TestCacheLine(t *testing.T) {
 // unset, the user's otherwise.
 func TestFlagsLine(t *testing.T) {
 	t.Setenv("XLA_FLAGS", "")
-	assert.Equal(t, "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2 for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too; optimization level 2: faster code than XLA's 3)", flagsLine())
+	want := "XLA_FLAGS: unset, so nioc-gpu sets --xla_disable_hlo_passes=cpu-parallel-task-assigner --xla_backend_optimization_level=2 for the CPU plugin (a fit runs a chunk a core; with fusion off, the fusion pass too; optimization level 2: faster code than XLA's 3)"
+	if runtime.GOARCH == "amd64" {
+		want += ", and --xla_cpu_max_isa=AVX2 besides for a likelihood whose trials are not lanes (linearized at the mean or by iLQG: a row's bits then do not depend on its place in its chunk)"
+	}
+	assert.Equal(t, want, flagsLine())
 	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
 	assert.Equal(t, "XLA_FLAGS=--xla_dump_to=/tmp/d: yours; nioc-gpu adds none", flagsLine())
 }

@@ -280,9 +280,22 @@ func (tf *taskFlags) backendOrErr() (backends.Backend, error) {
 	return graph.NewBackend(name)
 }
 
+// backendFor returns the flags' backend for likelihoods of task m with options opts: where
+// one's trials are not lanes (likelihood.TrialsAsLanes), it first asks the CPU plugin for code
+// whose bits for a row do not depend on its place in its chunk (graph.ExactRowsOnCPU), so that
+// a subject's numbers do not depend on the others fitted beside it.
+func (tf *taskFlags) backendFor(m models.Model, opts ...likelihood.Options) (backends.Backend, error) {
+	for _, o := range opts {
+		if !likelihood.TrialsAsLanes(m.Spec(), o) {
+			graph.ExactRowsOnCPU()
+		}
+	}
+	return tf.backendOrErr()
+}
+
 // evaluator returns the likelihood evaluator of m with opts on the flags' backend.
 func (tf *taskFlags) evaluator(m models.Model, opts likelihood.Options) (*likelihood.Evaluator, error) {
-	b, err := tf.backendOrErr()
+	b, err := tf.backendFor(m, opts)
 	if err != nil {
 		return nil, err
 	}

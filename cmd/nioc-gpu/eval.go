@@ -169,7 +169,9 @@ func (r *evalRun) run(cfg study.Config, tf *taskFlags, stdout io.Writer) error {
 		return err
 	}
 	var err error
-	if r.b, err = tf.backendOrErr(); err != nil {
+	ours := likelihood.Options{Observe: r.observe, Linearize: r.linearize}
+	baseline := likelihood.Options{Observe: r.observe, Method: likelihood.MCEBaseline}
+	if r.b, err = tf.backendFor(r.m, ours, baseline); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

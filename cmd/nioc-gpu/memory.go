@@ -88,7 +88,7 @@ func readPlanned(tf *taskFlags, path string, maxBatch *int, m models.Model, opts
 		return nil, opts, err
 	}
 	if *maxBatch == 0 { // --max-batch's default: by backend
-		b, err := tf.backendOrErr()
+		b, err := tf.backendFor(m, opts)
 		if err != nil {
 			return nil, opts, err
 		}
@@ -127,7 +127,7 @@ func planMemory(tf *taskFlags, m models.Model, opts likelihood.Options, set *dat
 	if budget <= 0 {
 		return opts, nil
 	}
-	b, err := tf.backendOrErr()
+	b, err := tf.backendFor(m, opts)
 	if err != nil {
 		return opts, err
 	}
