@@ -46,6 +46,9 @@
 #                              only) fitted with trials as lanes off and on (NIOC_LANES; on the GPU
 #                              they are off by default, never measured there): wall time and
 #                              whether the estimates agree
+#   bench/gpu/run.sh queue     QUEUE_SUBJECTS (3) reaching subjects (5 restarts, Hessian only) fitted
+#                              together and each alone: whether each record equals its fit
+#                              alone (issue 28: it must, to the bit)
 #   bench/gpu/run.sh sweep     reaching, value + gradient per evaluation at 1 … 10,000 parameter
 #                              vectors × 50 trials, up to the first size that fails
 #   bench/gpu/run.sh tasks     every task at 1 and 50 vectors × 50 trials (ROWS=50: at 50 only)
@@ -78,7 +81,7 @@
 # LD_LIBRARY_PATH). Compiling takes 4–28 s per task and batch shape on an H100 (2026-11-24, all
 # programs of a shape compiled concurrently).
 set -euo pipefail
-step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|replay|cmdbuf|compile|optlevel|fusion|fit|lanes|sweep|tasks|forward|sample|blocks|prepare|jax|all}
+step=${1:?usage: bench/gpu/run.sh env|loglik|cache|async|calls|fused|replay|cmdbuf|compile|optlevel|fusion|fit|lanes|queue|sweep|tasks|forward|sample|blocks|prepare|jax|all}
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 case $step in
@@ -313,6 +316,33 @@ import json, sys
 a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
 worst = max(abs(x["params"][k] - y["params"][k]) / abs(x["params"][k]) for x, y in zip(a, b) for k in x["params"])
 print(f"largest relative difference of an estimate, lanes off against on: {worst:.1e}; evaluations {sum(x['evaluations'] for x in a)} against {sum(y['evaluations'] for y in b)}")
+PY
+		;;
+	queue)
+		# Issue 28's "fits with the subject queue equal per-subject fits exactly", on this
+		# device: QUEUE_SUBJECTS (3) reaching subjects fitted together and each alone, Hessian
+		# only; every field of every record but its seconds compared (on XLA's CPU plugin they
+		# agree to the bit since 2026-11-29: docs/backends.md, "A row's place in its chunk").
+		n=${QUEUE_SUBJECTS:-3}
+		bin/nioc-gpu simulate --task reaching --subjects "$n" --trials 50 --seed 5 --force --out "$OUT/queue.csv"
+		args=(--task reaching --restarts 5 --seed 1 --uncertainty hessian --check-draws 0 --quiet)
+		rm -f "$OUT"/queue-*.jsonl "$OUT"/queue-*.jsonl.ckpt
+		bin/nioc-gpu fit "${args[@]}" --data "$OUT/queue.csv" --out "$OUT/queue-all.jsonl"
+		for s in $(seq 1 "$n"); do
+			awk -F, -v s="$s" 'NR == 1 || $1 == s' "$OUT/queue.csv" >"$OUT/queue-data-$s.csv"
+			bin/nioc-gpu fit "${args[@]}" --data "$OUT/queue-data-$s.csv" --out "$OUT/queue-$s.jsonl"
+		done
+		python3 - "$OUT" "$n" <<'PY' || echo "(no python3: compare $OUT/queue-all.jsonl with $OUT/queue-S.jsonl by hand)"
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+def records(f):
+    return {r["subject"]: r for r in map(json.loads, open(f))}
+together = records(f"{out}/queue-all.jsonl")
+for s in range(1, n + 1):
+    alone = records(f"{out}/queue-{s}.jsonl")[str(s)]
+    both = together[str(s)]
+    diff = sorted(k for k in set(alone) | set(both) if k != "seconds" and alone.get(k) != both.get(k))
+    print(f"subject {s}: " + ("identical to its fit alone" if not diff else "differs from its fit alone in " + ", ".join(diff)))
 PY
 		;;
 	sweep)
