@@ -200,9 +200,9 @@ func CPUFlags(fusion string, exactRows bool) string {
 // share its nominal), its kernels loop over the rows of a chunk (a row's own values, of
 // layout [rows, 1]) or over rows × trials, and XLA's code for AVX-512 rounds some of a loop's
 // elements otherwise than others (where, was not found), so that a row's last bits depended on
-// where in its chunk it sat: a subject fitted beside others (a study, the subject queue) differed from
-// its fit alone by up to 4e-10 relative in its estimates (navigation linearized at the mean),
-// its standard errors in the 11th digit. With AVX2 they agree to the bit, the bootstrap and
+// where in its chunk it sat: a subject fitted beside others (a study, the subject queue)
+// differed from its fit alone by up to 4e-10 relative in its estimates (navigation linearized
+// at the mean), its standard errors in the 11th digit. With AVX2 they agree to the bit, the bootstrap and
 // check included; on 2 cores of an AMD EPYC with AVX-512 reaching's fits took 0–7 % longer
 // (docs/backends.md, "A row's place in its chunk"). Lanes need no cap (their chunks are
 // multiples of LaneWidth trials) and lose up to 30 % with it, so it is set only for the
