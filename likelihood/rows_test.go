@@ -36,10 +36,21 @@ func TestRowBitsIndependentOfPlace(t *testing.T) {
 		fmt.Printf("differing numbers: %d\n", placeDifferences(t))
 		return
 	}
-	xlaAndGo(t) // skips without a plugin
-	assert.False(t, TrialsAsLanes(mustSpec(t, "pendulum"), Options{Linearize: LinearizeMean}), "linearized at the mean, trials are not lanes")
-	assert.True(t, TrialsAsLanes(mustSpec(t, "pendulum"), Options{}), "the pendulum's are")
+	bx, _ := xlaAndGo(t) // skips without a plugin
+	// TrialsAsLanes, which a command asks before it opens the plugin, says what an evaluator on
+	// the plugin then does.
+	assert.True(t, TrialsAsLanes(mustSpec(t, "pendulum"), Options{}), "the pendulum's trials are lanes")
 	assert.False(t, TrialsAsLanes(mustSpec(t, "reaching"), Options{}), "reaching is linearized at the mean by default")
+	for _, name := range []string{"pendulum", "reaching"} {
+		m, err := models.Get(name)
+		require.NoError(t, err)
+		for _, o := range []Options{{}, {Linearize: LinearizeData}, {Linearize: LinearizeMean}, {Linearize: LinearizeILQG},
+			{ForwardGradient: true}, {Form: FormUnrolled}, {Method: MCEBaseline}} {
+			e, err := New(m, bx, o)
+			require.NoError(t, err)
+			assert.Equal(t, e.lanes(), TrialsAsLanes(m.Spec(), o), "%s %+v", name, o)
+		}
+	}
 	run := func(mode string) int {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRowBitsIndependentOfPlace$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), envRowsChild+"="+mode, "XLA_FLAGS=", EnvLanes+"=")
