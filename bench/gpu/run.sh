@@ -41,7 +41,8 @@
 #                              as before 2026-11-27): wall time, subjects per hour, accuracy
 #                              (FIT_ARGS: more fit flags, e.g. "--uncertainty hessian
 #                              --check-draws 0" for the estimates alone; FIT_S: a time limit in
-#                              seconds, after which the subjects done are reported)
+#                              seconds, after which the subjects done are reported; under
+#                              `all`, the step's time less 15 s)
 #   bench/gpu/run.sh lanes     LANES_SUBJECTS (20) pendulum subjects (50 restarts × 50 trials, Hessian
 #                              only) fitted with trials as lanes off and on (NIOC_LANES; on the GPU
 #                              they are off by default, never measured there): wall time and
@@ -57,7 +58,8 @@
 #                              SAMPLE_TASKS (reaching) sampled together (issue 28's case),
 #                              SAMPLE_CHAINS (4) chains a subject (a list: 4,16 runs both), or
 #                              SAMPLE_CONFIGS="4:150:100 16:150:100:x" (chains:warm-up:draws,
-#                              :x for --cross-chain)
+#                              :x for --cross-chain); a progress line every SAMPLE_PROGRESS
+#                              (15s) with the pace so far, for a run cut short
 #   bench/gpu/run.sh blocks    reaching and cart-pole with one step per program call and each
 #                              recursion as one while loop (STEPS, default 1,all; numbers are
 #                              blocks of steps): compile time, calls and time per evaluation, to
@@ -100,7 +102,8 @@ all)
 			((${s#*:} < left)) && left=${s#*:}
 			s=${s%%:*}
 		fi
-		ROWS=${ROWS:-50} timeout "$left" "$0" "$s" || echo "bench/gpu/run.sh all: $s ended with exit $?"
+		# STEP_DEADLINE lets a long step (fit, sample) report what it did before the timeout.
+		STEP_DEADLINE=$(($(date +%s) + left)) ROWS=${ROWS:-50} timeout "$left" "$0" "$s" || echo "bench/gpu/run.sh all: $s ended with exit $?"
 	done
 	exit 0
 	;;
@@ -118,6 +121,24 @@ per_setting() {
 		echo
 		env "$var=$v" bin/bench-table -as-fit=false -tasks "${TASKS:-reaching}" -rows "${FUSED_ROWS:-1,50}" -fits=false -xla off || echo "failed: exit $?"
 	done
+}
+
+# sum_compiles passes its input through, line by line as it comes (awk may wait for a block),
+# but for NIOC_TRACE_CALLS=compiles' lines, whose count and seconds it prints at the end.
+sum_compiles() {
+	local line n=0 ms=0 f frac
+	while IFS= read -r line; do
+		if [[ $line == "nioc compile "* ]]; then
+			f=${line% s}
+			f=${f##* }
+			((n++)) || true
+			frac=${f#*.}000
+			ms=$((ms + 10#${f%%.*} * 1000 + 10#${frac:0:3}))
+		else
+			echo "$line"
+		fi
+	done
+	printf '\n%d programs compiled, %d.%d s of compiles (concurrent ones overlap)\n' "$n" $((ms / 1000)) $((ms % 1000 / 100))
 }
 
 for b in bin/nioc-gpu bin/bench-table bin/bench-sample; do
@@ -292,11 +313,17 @@ out=$OUT/$step.md
 		[[ ${MAX_BATCH:-auto} == auto ]] && batch="" # the default by backend (likelihood.MaxBatchFor)
 		echo "nioc-gpu fit --task reaching --restarts 50 --seed 1 $batch --queue ${QUEUE:-0} ${FIT_ARGS:-} ($n subjects)"
 		start=$(date +%s.%N)
-		timeout "${FIT_S:-0}" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 $batch --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
+		fit_s=${FIT_S:-0}
+		if [[ -z ${FIT_S:-} && -n ${STEP_DEADLINE:-} ]]; then # under `all`: stop 15 s before the step's end, to report
+			fit_s=$((STEP_DEADLINE - $(date +%s) - 15))
+			((fit_s > 5)) || fit_s=5
+			echo "(stops after $fit_s s, the time left to this step under bench/gpu/run.sh all)"
+		fi
+		timeout "$fit_s" bin/nioc-gpu fit --task reaching --data "$OUT/study.csv" --restarts 50 --seed 1 $batch --queue "${QUEUE:-0}" ${FIT_ARGS:-} --out "$OUT/fit.jsonl" --quiet || echo "fit stopped: exit $? after $(wc -l < "$OUT/fit.jsonl") subjects"
 		end=$(date +%s.%N)
 		kill $watch 2>/dev/null || true # gone already where nvidia-smi is missing (set -e ends the loop)
 		awk -v s="$start" -v e="$end" -v n="$(grep -vc '"error"' "$OUT/fit.jsonl")" 'BEGIN { w = e - s; printf "%d subjects fitted in %.1f s wall: %.0f subjects per hour\n", n, w, 3600 * n / w }'
-		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" # against the task's defaults, the truth
+		bin/nioc-gpu compare --task reaching "$OUT/fit.jsonl" || true # against the task's defaults, the truth (none where no subject finished)
 		echo "GPU utilization and memory every 10 s: $OUT/fit-gpu-usage.csv"
 		;;
 	lanes)
@@ -361,6 +388,8 @@ PY
 		# chains cost little (40 and 500 rows 22 and 75 ms an evaluation on the H100 on
 		# 2026-11-27): the table's "effective draws a call" is what they buy (docs/posterior.md,
 		# "Many chains on a GPU").
+		# A progress line every SAMPLE_PROGRESS (15s) says how far the chains have come and at
+		# what pace, so that a run cut short (by `all`'s budget) still tells its speed.
 		# Each program's compile is traced (NIOC_TRACE_CALLS=compiles) and their seconds summed:
 		# the wall time holds them (the sampler's own shape compiles beside the climbs since
 		# 2026-11-28, likelihood.Evaluator.Prebuild).
@@ -375,8 +404,8 @@ PY
 			[[ $x == x ]] && flags+=(-cross-chain)
 			echo "## ${flags[*]}"
 			echo
-			NIOC_TRACE_CALLS=compiles bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" "${flags[@]}" 2>&1 |
-				awk '/^nioc compile/ { n++; s += $(NF-1); next } { print } END { printf "\n%d programs compiled, %.1f s of compiles (concurrent ones overlap)\n", n, s }' || echo "failed: exit $?"
+			NIOC_TRACE_CALLS=compiles bin/bench-sample -tasks "${SAMPLE_TASKS:-reaching}" -subjects "${SAMPLE_SUBJECTS:-10}" -progress "${SAMPLE_PROGRESS:-15s}" "${flags[@]}" 2>&1 |
+				sum_compiles || echo "failed: exit $?"
 		done
 		;;
 	blocks)

@@ -48,6 +48,7 @@ func main() {
 	crossChain := flag.Bool("cross-chain", false, "estimate the metric from all of a subject's chains' window draws (sample --cross-chain)")
 	maxWarmup := flag.Int("max-warmup", 0, "with -cross-chain, warm up to this many iterations while the chains disagree (sample --max-warmup)")
 	backend := flag.String("backend", "", "go or xla (default $NIOC_BACKEND or go)")
+	every := flag.Duration("progress", 0, "print a progress line to stderr at most this often (0: none): what a run cut short still reports")
 	flag.Parse()
 	// Compile times are compiles: no programs loaded from an earlier run (NIOC_XLA_CACHE=DIR to share).
 	xlaenv.CacheOffUnlessSet()
@@ -94,8 +95,9 @@ func main() {
 			fail(err)
 		}
 		for _, n := range ns {
-			var last ioc.Progress
-			climbed := 0 // the climbs' evaluations (Together: n, so all before the chains')
+			var last, from ioc.Progress // the latest progress, and the chains' first
+			var printed time.Duration   // when the latest progress line was printed
+			climbed := 0                // the climbs' evaluations (Together: n, so all before the chains')
 			subjects := make([]fit.Subject, n)
 			for i := range subjects {
 				subjects[i] = fit.Subject{ID: strconv.Itoa(i + 1), Trials: ds[i]}
@@ -106,6 +108,13 @@ func main() {
 				Progress: func(p ioc.Progress) {
 					if p.Climbing {
 						climbed = p.Evaluations
+					}
+					if !p.Climbing && p.Transitions > 0 && from.Elapsed == 0 {
+						from = p // the chains' first step: the pace is measured from here
+					}
+					if *every > 0 && p.Elapsed-printed >= *every {
+						printProgress(name, n, p, from, climbed)
+						printed = p.Elapsed
 					}
 					last = p
 				}})
@@ -149,6 +158,25 @@ func main() {
 				med*float64(n)/float64(max(last.Calls, 1)), worst)
 		}
 	}
+}
+
+// printProgress writes one line on stderr of how far n subjects of task sampled together
+// have come (p; from: at the chains' first step): the chains' transitions done (warm-up
+// included), their calls and the calls' rate, and the wall time the run would take at the pace
+// of the chains so far.
+func printProgress(task string, n int, p, from ioc.Progress, climbed int) {
+	phase := "sampling"
+	if p.Climbing {
+		phase = "climbing to the chains' starting points"
+	}
+	line := fmt.Sprintf("progress %s × %d: %.0f s, %s; transitions %d of %d (%.1f %%); chains' calls %d (%.1f a second); evaluations %d (climbs %d)",
+		task, n, p.Elapsed.Seconds(), phase, p.Transitions, p.Total, 100*float64(p.Transitions)/float64(max(p.Total, 1)),
+		p.Calls, float64(p.Calls)/p.Elapsed.Seconds(), p.Evaluations, climbed)
+	if done := p.Transitions - from.Transitions; !p.Climbing && done > 0 && p.Elapsed > from.Elapsed {
+		rate := float64(done) / (p.Elapsed - from.Elapsed).Seconds()
+		line += fmt.Sprintf("; at this pace about %.0f s in all", p.Elapsed.Seconds()+float64(p.Total-p.Transitions)/rate)
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 func fail(err error) {
