@@ -46,6 +46,10 @@ const (
 	// program of its own instead of each run of them as one (Engine.SetFusedCalls;
 	// docs/backends.md, "Fused calls"), to compare.
 	EnvFuseCalls = "NIOC_FUSE_CALLS"
+	// EnvAgentBackend names the backend on which a likelihood's simulated agents plan and
+	// act (a fit's bootstrap and check, the sampler's predictive checks): "go", or "same" for
+	// the likelihood's own; unset, AgentBackend's default.
+	EnvAgentBackend = "NIOC_AGENT_BACKEND"
 )
 
 // DefaultBackendName returns $NIOC_BACKEND, or "go" if it is unset.
@@ -221,3 +225,32 @@ func ExactRowsOnCPU() { exactRows.Store(true) }
 
 // CPUOptLevel is the flag of CPUFlags that sets the CPU plugin's optimization level.
 const CPUOptLevel = "--xla_backend_optimization_level=2"
+
+// AgentBackend returns the backend on which the agents of a likelihood on b are planned and
+// simulated: the Go backend where b is XLA's CPU plugin, b elsewhere, or as $NIOC_AGENT_BACKEND
+// says ("go" or "same"). It returns an error for another value of it, or where the Go backend
+// cannot be made.
+//
+// A fit's bootstrap and check simulate a few agents over a few thousand trials, calls too small
+// for XLA's CPU plugin to gain on the Go backend, which has no programs to load: a default fit
+// of 10 restarts took 0.54–0.56 s against 0.60–0.67 s (pendulum), 1.29–1.38 against 1.40–1.43
+// (navigation), 2.15–2.18 against 2.25–2.35 (reaching), 4.12–4.17 against 4.36–4.46 (cart-pole),
+// 12 reaching subjects of 5 restarts 10.7–11.1 against 11.4–11.8 s, one of 300 trials 7.0–7.1
+// against 7.4 s, with the same intervals (the noise is drawn on the host): 2 cores, programs
+// cached, 2026-11-29 (docs/backends.md, "The simulated agents on the Go backend"). A GPU keeps
+// them: there the host's cores are better left to feeding it.
+func AgentBackend(b backends.Backend) (backends.Backend, error) {
+	switch v := os.Getenv(EnvAgentBackend); v {
+	case "same":
+		return b, nil
+	case BackendGo:
+		return NewBackend(BackendGo)
+	case "":
+		if RunsOnHost(b) && CompilesSlowly(b) {
+			return NewBackend(BackendGo)
+		}
+		return b, nil
+	default:
+		return nil, fmt.Errorf("%s=%q: use %s or same", EnvAgentBackend, v, BackendGo)
+	}
+}

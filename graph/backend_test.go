@@ -101,6 +101,50 @@ func TestGoBackendCompilesQuickly(t *testing.T) {
 	assert.False(t, CompilesSlowly(b), "backend %q", b.Name())
 }
 
+// TestAgentBackend checks where a likelihood's agents are planned and simulated
+// (AgentBackend): on the Go backend for XLA's CPU plugin unless $NIOC_AGENT_BACKEND says
+// "same", on the likelihood's own elsewhere, and an error for a value it does not know.
+func TestAgentBackend(t *testing.T) {
+	bg, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	type row struct {
+		name, env string
+		b, want   backends.Backend // want nil: an error
+	}
+	rows := []row{
+		{"Go backend, unset", "", bg, bg},
+		{"Go backend, same", "same", bg, bg},
+		{"Go backend, go", "go", bg, bg},
+		{"Go backend, unknown", "xla", bg, nil},
+	}
+	if HasXLA {
+		if _, err := FindPlugin("cpu"); err == nil {
+			bx, err := NewBackend(BackendXLA)
+			require.NoError(t, err)
+			rows = append(rows,
+				row{"CPU plugin, unset", "", bx, bg},
+				row{"CPU plugin, same", "same", bx, bx},
+				row{"CPU plugin, go", "go", bx, bg},
+				row{"CPU plugin, unknown", "gpu", bx, nil})
+		} else {
+			t.Log("no XLA CPU plugin (make xla-cpu): the Go backend's rows only")
+		}
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Setenv(EnvAgentBackend, r.env)
+			got, err := AgentBackend(r.b)
+			if r.want == nil {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), EnvAgentBackend)
+				return
+			}
+			require.NoError(t, err)
+			assert.Same(t, r.want, got, "got %s, want %s", got.Name(), r.want.Name())
+		})
+	}
+}
+
 // TestStableHLORewrite checks the vendored GoMLX's program access (third_party/README.md): a
 // graph's StableHLO text names its computation, and a graph compiled with a rewrite computes
 // the replaced program, here x + 2 in place of x + 1. It runs where a plugin is installed

@@ -21,6 +21,8 @@ import (
 // every trial at the task's initial state, planned from there. It returns the trials
 // [theta][trial][t][state] without those whose states became infinite, and how many did.
 // Posterior predictive checks (posterior/ioc) use it, with the subject's trials' starts.
+// The agent plans and acts on graph.AgentBackend of the evaluator's backend (the Go backend
+// where that is XLA's CPU plugin).
 func (e *Evaluator) SimulateAgent(thetas [][]float64, lengths []int, starts [][]float64, seed uint64) ([][][][]float64, int, error) {
 	out, err := e.SimulateAgentTrials(thetas, lengths, starts, seed)
 	if err != nil {
@@ -106,7 +108,7 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 	prepared.Go(func() {
 		for _, h := range hs {
 			so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
-			_ = control.PrepareSimulation(m, e.backend, len(thetas), h, len(horizons[h]), so)
+			_ = control.PrepareSimulation(m, e.agent, len(thetas), h, len(horizons[h]), so)
 		}
 	})
 	pols, err := e.agentPlans(model, from, hs, v)
@@ -126,7 +128,7 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 		if e.opts.FitTemperature && !v.NoPolicyNoise {
 			scaleNoise(pol, thetas, np)
 		}
-		xs, err := control.Simulate(m, pol, model, e.backend, so)
+		xs, err := control.Simulate(m, pol, model, e.agent, so)
 		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,11 +16,17 @@ import (
 // is solved for all of them at once, padded to control.PadHorizon of the longest (one solve,
 // where the Go backend solves each length), and its trials equal the Go backend's, for the
 // likelihood's agent, one without policy noise, one stopped after two iterations, and the
-// likelihood's again with trials of their own starts. Skipped without a plugin.
+// likelihood's again with trials of their own starts (the agents on the plugin itself,
+// $NIOC_AGENT_BACKEND=same: by default they run on the Go backend, graph.AgentBackend), and by
+// default the evaluator's agents are the Go backend's. Skipped without a plugin.
 func TestSimulateHorizonsXLA(t *testing.T) {
 	bx, bg := xlaAndGo(t)
 	m, err := models.Get("pendulum")
 	require.NoError(t, err)
+	byDefault, err := New(m, bx, Options{})
+	require.NoError(t, err)
+	assert.Same(t, bg, byDefault.agent, "the CPU plugin's agents by default")
+	t.Setenv(graph.EnvAgentBackend, "same")
 	lengths := []int{6, 9, 7, 9, 12}
 	var es [2]*Evaluator
 	for i, b := range []backends.Backend{bg, bx} {

@@ -217,8 +217,9 @@ type Evaluator struct {
 	spec    models.Spec // the task's, with TemperatureParam last when it is fitted
 	opts    Options
 	backend backends.Backend
-	prog    *graph.Program // the unrolled form
-	engine  *graph.Engine  // the looped form
+	agent   backends.Backend // where the simulated agents plan and act (graph.AgentBackend)
+	prog    *graph.Program   // the unrolled form
+	engine  *graph.Engine    // the looped form
 
 	mu      sync.Mutex
 	solvers map[int]*control.Solver // iLQG solvers by horizon, for LinearizeILQG
@@ -240,7 +241,11 @@ func New(m models.Model, b backends.Backend, opts Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Evaluator{sym: s, task: models.Digest(m), spec: s.Spec, opts: opts, backend: b, solvers: map[int]*control.Solver{}}
+	agent, err := graph.AgentBackend(b)
+	if err != nil {
+		return nil, err
+	}
+	e := &Evaluator{sym: s, task: models.Digest(m), spec: s.Spec, opts: opts, backend: b, agent: agent, solvers: map[int]*control.Solver{}}
 	if opts.FitTemperature {
 		e.spec.Params = append(slices.Clone(s.Spec.Params), TemperatureParam(opts.Temperature))
 	}

@@ -105,7 +105,7 @@ func planKey(model, from [][]float64, hs []int, iterations int) string {
 // among the evaluator's recent ones (planCache).
 func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant) (map[int]*control.Policy, error) {
 	pols, err := e.plans.get(planKey(model, from, hs, v.PlannerIterations), func() (map[int]*control.Policy, error) {
-		pols, _, err := control.SolveEachHorizon(e.sym.Model, e.backend, e.opts.Solver, hs,
+		pols, _, err := control.SolveEachHorizon(e.sym.Model, e.agent, e.opts.Solver, hs,
 			func(int) ([][]float64, [][]float64) { return model, from }, v.PlannerIterations)
 		return pols, err
 	})

@@ -64,6 +64,12 @@ func runBackend(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "sine and cosine: $%s=%s\n", graph.EnvXLASinCos, m)
 	}
+	switch a := os.Getenv(graph.EnvAgentBackend); a {
+	case "":
+		fmt.Fprintf(stdout, "simulated agents (a fit's bootstrap and check, the sampler's predictive checks): on the Go backend where the likelihood is on the CPU plugin, on the GPU with it ($%s=go|same)\n", graph.EnvAgentBackend)
+	default:
+		fmt.Fprintf(stdout, "simulated agents: $%s=%s\n", graph.EnvAgentBackend, a)
+	}
 	if os.Getenv(graph.EnvFuseCalls) == "off" {
 		fmt.Fprintf(stdout, "fused calls: off ($%s=off): each map between two recursions is a program call of its own\n", graph.EnvFuseCalls)
 	}
