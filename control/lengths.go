@@ -28,7 +28,7 @@ func DrawLengths(lo, hi, n int, seed uint64) []int {
 // (models.Horizon): with HorizonTrial over each trial's own length, one iLQG solution per
 // length; with HorizonTask over the task's Steps, the trial being the first steps of it (no
 // length may then exceed Steps). It returns the states [s][r][t][n] and the policies
-// solved, by horizon (on backends that compile slowly, several horizons are solved together,
+// solved, by horizon (several horizons are solved together,
 // each policy then of PadHorizon of the longest steps, its first h its plan:
 // SolveEachHorizon). Like Simulate, it returns the trajectories with a *DivergedError if some
 // diverged, its Problems the subjects (indices into lengths) with a diverging trial.

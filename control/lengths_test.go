@@ -114,8 +114,8 @@ func flat(trials [][][]float64) []float64 {
 
 // TestSimulateSubjectsXLA: on XLA, trials of several lengths are planned in one padded solve
 // (SolveEachHorizon: every horizon's policy has PadHorizon of the longest steps), planning once
-// or each trial from its own start (Replan), and every trajectory is the Go backend's, which
-// solves each horizon on its own, to 1e-9.
+// or each trial from its own start (Replan), and every trajectory is the Go backend's with a
+// solver of each horizon on its own (the unrolled form), to 1e-9.
 func TestSimulateSubjectsXLA(t *testing.T) {
 	bx, bg := xlaAndGo(t)
 	m := models.LinearGaussian{}
@@ -134,7 +134,9 @@ func TestSimulateSubjectsXLA(t *testing.T) {
 		{"planned once", SimOptions{Temperature: spec.Temperature}},
 		{"replanned", SimOptions{Temperature: spec.Temperature, StartSD: sd, Replan: true}},
 	} {
-		want, wantPols, err := SimulateSubjects(m, thetas, lengths, seeds, bg, SolverOptions{}, c.opts)
+		// the reference: a solver of each horizon on its own (the unrolled form, which the
+		// padded solve does not take)
+		want, wantPols, err := SimulateSubjects(m, thetas, lengths, seeds, bg, SolverOptions{Form: "unrolled"}, c.opts)
 		require.NoError(t, err, c.name)
 		got, pols, err := SimulateSubjects(m, thetas, lengths, seeds, bx, SolverOptions{}, c.opts)
 		require.NoError(t, err, c.name)

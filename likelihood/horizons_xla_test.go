@@ -14,7 +14,8 @@ import (
 
 // TestSimulateHorizonsXLA: on XLA's CPU plugin an agent whose trials have lengths of their own
 // is solved for all of them at once, padded to control.PadHorizon of the longest (one solve,
-// where the Go backend solves each length), and its trials equal the Go backend's, for the
+// as on the Go backend, whose padded solve gives each length's policy to the bit:
+// control.TestSolveHorizons), and its trials equal the Go backend's, for the
 // likelihood's agent, one without policy noise, one stopped after two iterations, and the
 // likelihood's again with trials of their own starts (the agents on the plugin itself,
 // $NIOC_AGENT_BACKEND=same: by default they run on the Go backend, graph.AgentBackend), and by
@@ -63,16 +64,13 @@ func TestSimulateHorizonsXLA(t *testing.T) {
 			}
 		}
 	}
-	for i, steps := range []func(h int) int{
-		func(h int) int { return h },                    // the Go backend: a solver per length
-		func(int) int { return control.PadHorizon(12) }, // XLA: one solver for every length
-	} {
+	for i := range es { // on either backend one padded solve for every length
 		assert.Equal(t, 3, es[i].plans.solves, "backend %d: ours and ours without noise share a plan", i)
 		require.Len(t, es[i].plans.entries, 3)
 		for _, en := range es[i].plans.entries {
 			require.Len(t, en.pols, 4, "backend %d: horizons 6, 7, 9, 12", i)
 			for h, pol := range en.pols {
-				assert.Equal(t, steps(h), pol.Steps, "backend %d, horizon %d", i, h)
+				assert.Equal(t, control.PadHorizon(12), pol.Steps, "backend %d, horizon %d", i, h)
 			}
 		}
 	}
