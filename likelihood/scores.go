@@ -97,16 +97,24 @@ func (d *Data) forceExplicit(trialHorizon bool) {
 }
 
 // loopedShape is the shape of a looped evaluation's compiled programs: rows × trials of steps
-// steps, every trial of full length.
-type loopedShape struct{ rows, trials, steps int }
+// steps, with the explicit inputs of trials of their own length or without (explicit).
+type loopedShape struct {
+	rows, trials, steps int
+	explicit            explicitInputs
+}
 
-// noteShape records that the looped programs of d's shape are compiled, where d's trials all
-// have d.Steps steps and it has no explicit LinearizeMean nominal.
+// explicitInputs says which explicit per-step inputs of trials of their own length a Data
+// carries (none where every trial has Steps steps): the programs that take them differ from
+// those that do not.
+type explicitInputs struct{ running, ends, nominal bool }
+
+func (d *Data) explicit() explicitInputs {
+	return explicitInputs{d.running != nil, d.ends != nil, d.nominal != nil}
+}
+
+// noteShape records that the looped programs of d's shape are compiled.
 func (e *Evaluator) noteShape(d *Data) {
-	if d.running != nil || d.ends != nil || d.nominal != nil {
-		return
-	}
-	sh := loopedShape{d.Rows, d.Trials, d.Steps}
+	sh := loopedShape{d.Rows, d.Trials, d.Steps, d.explicit()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !slices.Contains(e.shapes, sh) {
@@ -163,21 +171,22 @@ func (e *Evaluator) reuseForScores() bool {
 }
 
 // scoreShape returns the compiled shape in which the trial scores of whole (one row of
-// trials, all of full length) cost least, where the evaluator runs looped and has compiled a
-// shape of whole's steps: the one that evaluates the fewest trials, then the fewest times;
-// with LinearizeMean among those whose rows hold all of whole's trials (each row keeps the
-// whole set's nominal, see trialScoresIn). Compiling the one-trial-per-row shape would cost
+// trials) cost least, where the evaluator runs looped and has compiled a shape of whole's
+// steps and explicit inputs (trials of their own length take them, and so do the rows
+// trialScoresIn makes of them): the one that evaluates the fewest trials, then the fewest
+// times; with LinearizeMean among those whose rows hold all of whole's trials (each row keeps
+// the whole set's nominal, see trialScoresIn). Compiling the one-trial-per-row shape would cost
 // an XLA fit a second compile (as long as the first: seconds on a CPU, tens of seconds for
 // large batches), against ⌈trials / rows⌉ evaluations of a shape it has.
 func (e *Evaluator) scoreShape(whole *Data) (loopedShape, bool) {
-	if !e.looped() || whole.running != nil || whole.ends != nil || whole.nominal != nil {
+	if !e.looped() {
 		return loopedShape{}, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	best, cost := loopedShape{}, 0
 	for _, sh := range e.shapes {
-		if sh.steps != whole.Steps || e.opts.Linearize == LinearizeMean && sh.trials < whole.Trials {
+		if sh.steps != whole.Steps || sh.explicit != whole.explicit() || e.opts.Linearize == LinearizeMean && sh.trials < whole.Trials {
 			continue
 		}
 		c := (whole.Trials + sh.rows - 1) / sh.rows * sh.rows * sh.trials // trials evaluated
@@ -195,7 +204,9 @@ func (e *Evaluator) scoreShape(whole *Data) (loopedShape, bool) {
 // each row holds all the trials, so that the nominal, their mean, is the whole set's, and
 // counts the log-likelihood of one (mask 1, the others −1: Data.mask). With LinearizeILQG
 // each row holds one trial and every row is given the iLQG solution from the mean initial
-// state of all of them, solved in the shape's rows.
+// state of all of them, solved in the shape's rows. Where sh takes the explicit inputs of
+// trials of their own length, an evaluation whose trials all have sh.steps steps is given
+// them too (all ones: Data.forceExplicit), so that it runs sh's programs.
 func (e *Evaluator) trialScoresIn(trials [][][]float64, theta []float64, sh loopedShape) (loglik []float64, grad [][]float64, err error) {
 	N := len(trials)
 	mean := e.opts.Linearize == LinearizeMean
@@ -213,6 +224,12 @@ func (e *Evaluator) trialScoresIn(trials [][][]float64, theta []float64, sh loop
 		d, err := e.prepare(rows, sh.trials, sh.steps)
 		if err != nil {
 			return nil, nil, err
+		}
+		if sh.explicit.running && d.running == nil {
+			d.forceExplicit(sh.explicit.ends)
+		}
+		if d.explicit() != sh.explicit {
+			return nil, nil, fmt.Errorf("trial scores: the explicit inputs %+v of a compiled shape's rows, not %+v", d.explicit(), sh.explicit)
 		}
 		if mean {
 			for i := range sh.rows {

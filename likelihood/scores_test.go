@@ -80,11 +80,27 @@ func TestTrialScoresSumToTheSubjects(t *testing.T) {
 // subject's trials (their mean is each trial's nominal): a shape of fewer trials is not used.
 // Once the time spent so reaches what compiling a shape took (reuseForScores), the scores
 // are evaluated in shapes of their own, with the same values. With another number of steps no
-// shape is reused.
+// shape is reused. Trials of their own length reuse a shape compiled with their explicit
+// inputs (with LinearizeData rows of one trial that has the shape's steps are given them).
 func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
-	b, m, trials := goFixture(t, "pendulum", 7, 20, 4)
-	for _, lin := range []Linearization{LinearizeData, LinearizeMean, LinearizeILQG} {
-		t.Run(string(lin), func(t *testing.T) {
+	b, m, full := goFixture(t, "pendulum", 7, 20, 4)
+	varying := make([][][]float64, len(full)) // 20, 17, 14, 20, … steps: explicit inputs
+	for r, tr := range full {
+		varying[r] = tr[:len(tr)-3*(r%3)]
+	}
+	for _, c := range []struct {
+		lin    Linearization
+		trials [][][]float64
+	}{
+		{LinearizeData, full}, {LinearizeMean, full}, {LinearizeILQG, full},
+		{LinearizeData, varying}, {LinearizeMean, varying},
+	} {
+		name := string(c.lin)
+		if &c.trials[0] == &varying[0] {
+			name += ", trials of their own length"
+		}
+		t.Run(name, func(t *testing.T) {
+			lin, trials := c.lin, c.trials
 			opts := Options{Form: FormLooped, FitTemperature: true, Linearize: lin}
 			theta := withTemperature(m.Spec(), opts)
 			fresh, err := New(m, b, opts)
@@ -94,17 +110,22 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 
 			e, err := New(m, b, opts)
 			require.NoError(t, err)
+			whole, err := e.prepare([][][][]float64{trials}, 0, 0)
+			require.NoError(t, err)
+			require.Equal(t, 20, whole.Steps)
 			th2 := append([]float64(nil), theta...)
 			th2[0] += 0.1
-			// 3 rows × 4 trials, then 3 rows × 7
+			// 3 rows × 4 trials, then 3 rows × 7 (the rows' first trials of 20 steps, so that
+			// their explicit inputs are the subject's)
 			// Most: 3 plans chunks for these calls of 3 rows, as a fit plans them for its rounds.
-			_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
+			_, _, err = e.EvalRows([][][][]float64{trials[:4], trials[3:7], trials[:4]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
 			require.NoError(t, err)
-			small, _ := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
-			_, _, err = e.EvalRows([][][][]float64{trials, trials[2:6], trials[1:5]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
+			small, _ := e.scoreShape(whole)
+			_, _, err = e.EvalRows([][][][]float64{trials, trials[3:7], trials[:4]}, [][]float64{theta, th2, theta}, Batching{Most: 3})
 			require.NoError(t, err)
-			sh, ok := e.scoreShape(&Data{Trials: len(trials), Steps: 20})
+			sh, ok := e.scoreShape(whole)
 			require.True(t, ok)
+			assert.Equal(t, whole.explicit(), sh.explicit)
 			if lin == LinearizeMean {
 				assert.Equal(t, loopedShape{}, small, "4 trials a row cannot hold the subject's 7")
 				assert.GreaterOrEqual(t, sh.trials, len(trials))
@@ -127,7 +148,7 @@ func TestTrialScoresReuseTheCompiledShape(t *testing.T) {
 
 			short := make([][][]float64, len(trials))
 			for r, tr := range trials {
-				short[r] = tr[:15]
+				short[r] = tr[:min(len(tr), 12)]
 			}
 			_, _, err = e.TrialScores(short, theta)
 			require.NoError(t, err)
@@ -189,28 +210,40 @@ func TestTrialScoresConcurrent(t *testing.T) {
 // TestScoreShape: the trial scores take the compiled shape of the subject's steps that
 // evaluates the fewest trials in all (⌈trials / rows⌉ evaluations of rows × trials), then
 // the one that needs the fewest evaluations, with LinearizeMean among those whose rows hold
-// all of the subject's trials; none in the unrolled form or for trials of their own length.
+// all of the subject's trials; for trials of their own length only among shapes compiled with
+// the same explicit inputs; none in the unrolled form.
 func TestScoreShape(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
 	m, err := models.Get("pendulum")
 	require.NoError(t, err)
-	shapes := []loopedShape{{10, 50, 30}, {4, 8, 30}, {64, 50, 30}, {1, 1, 20}, {20, 50, 30}}
+	none := explicitInputs{}
+	own := explicitInputs{running: true, ends: true}                    // trials of their own length
+	ownMean := explicitInputs{running: true, ends: true, nominal: true} // and LinearizeMean's nominal
+	shapes := []loopedShape{{10, 50, 30, none}, {4, 8, 30, none}, {64, 50, 30, none}, {1, 1, 20, none}, {20, 50, 30, none},
+		{5, 50, 30, own}, {5, 40, 30, ownMean}}
 	whole := &Data{Trials: 40, Steps: 30}
+	varying := &Data{Trials: 40, Steps: 30, running: []float64{1}, ends: []float64{1}}
+	varyingMean := &Data{Trials: 40, Steps: 30, running: []float64{1}, ends: []float64{1}, nominal: []float64{1}}
 	for _, c := range []struct {
 		opts  Options
 		whole *Data
 		want  loopedShape
 		ok    bool
 	}{
-		{Options{Form: FormLooped}, whole, loopedShape{4, 8, 30}, true}, // 10 × 32 trials
-		{Options{Form: FormLooped, Linearize: LinearizeILQG}, whole, loopedShape{4, 8, 30}, true},
-		{Options{Form: FormLooped, Linearize: LinearizeMean}, whole, loopedShape{20, 50, 30}, true}, // 2 × 1000 = 4 × 500 < 1 × 3200
+		{Options{Form: FormLooped}, whole, loopedShape{4, 8, 30, none}, true}, // 10 × 32 trials
+		{Options{Form: FormLooped, Linearize: LinearizeILQG}, whole, loopedShape{4, 8, 30, none}, true},
+		{Options{Form: FormLooped, Linearize: LinearizeMean}, whole, loopedShape{20, 50, 30, none}, true}, // 2 × 1000 = 4 × 500 < 1 × 3200
 		{Options{Form: FormLooped, Linearize: LinearizeMean}, &Data{Trials: 51, Steps: 30}, loopedShape{}, false},
-		{Options{Form: FormLooped}, &Data{Trials: 1, Steps: 20}, loopedShape{1, 1, 20}, true},
+		{Options{Form: FormLooped}, &Data{Trials: 1, Steps: 20}, loopedShape{1, 1, 20, none}, true},
 		{Options{Form: FormLooped}, &Data{Trials: 3, Steps: 25}, loopedShape{}, false},
-		{Options{Form: FormLooped}, &Data{Trials: 3, Steps: 30, running: []float64{1}}, loopedShape{}, false},
+		// trials of their own length: only a shape with the same explicit inputs
+		{Options{Form: FormLooped}, varying, loopedShape{5, 50, 30, own}, true},
+		{Options{Form: FormLooped, Linearize: LinearizeMean}, varyingMean, loopedShape{5, 40, 30, ownMean}, true},
+		{Options{Form: FormLooped, Linearize: LinearizeMean}, &Data{Trials: 41, Steps: 30, running: []float64{1}, ends: []float64{1}, nominal: []float64{1}}, loopedShape{}, false},
+		{Options{Form: FormLooped}, &Data{Trials: 3, Steps: 30, running: []float64{1}}, loopedShape{}, false}, // running without ends: none compiled
 		{Options{Form: FormUnrolled}, whole, loopedShape{}, false},
+		{Options{Form: FormUnrolled}, varying, loopedShape{}, false},
 	} {
 		e, err := New(m, b, c.opts)
 		require.NoError(t, err)
