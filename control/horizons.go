@@ -88,8 +88,8 @@ func (sv *Solver) SolvesHorizons() bool {
 // returned too. On XLA one solver's and one simulation's programs then serve every length of
 // trial instead of a set each; on the Go backend, whose padded solve gives each horizon's
 // policy to the bit (TestSolveHorizons), its calls serve them all: trials of 20 lengths, a
-// default pendulum fit 0.77–0.80 against 1.03 s, reaching 3.3–3.4 against 4.4 s (2 cores,
-// 2026-11-29, docs/backends.md). For one horizon, or with a planner SolveHorizons does not
+// default pendulum fit 0.81–0.86 against 1.09–1.14 s, reaching 3.45–3.58 against 4.61–4.78 s
+// (2 cores, 2026-11-29, docs/backends.md "The simulated agents on the Go backend"). For one horizon, or with a planner SolveHorizons does not
 // take, each horizon has a solver of its own, and the joint policy is nil.
 func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, hs []int, problems func(i int) (theta, x0 [][]float64), maxIter int) (map[int]*Policy, *Policy, error) {
 	var joint *Solver

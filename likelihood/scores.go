@@ -229,7 +229,7 @@ func (e *Evaluator) trialScoresIn(trials [][][]float64, theta []float64, sh loop
 			d.forceExplicit(sh.explicit.ends)
 		}
 		if d.explicit() != sh.explicit {
-			return nil, nil, fmt.Errorf("trial scores: the explicit inputs %+v of a compiled shape's rows, not %+v", d.explicit(), sh.explicit)
+			return nil, nil, fmt.Errorf("trial scores: rows with explicit inputs %+v for a compiled shape that takes %+v", d.explicit(), sh.explicit)
 		}
 		if mean {
 			for i := range sh.rows {
