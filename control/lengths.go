@@ -130,7 +130,7 @@ type horizonTrials struct {
 func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) (map[int]*Policy, error) {
 	spec := m.Spec()
 	problems, starts := make([][][]float64, len(groups)), make([][][]float64, len(groups))
-	who := make([][]problemTrial, len(groups))
+	who := make([][]ProblemTrial, len(groups))
 	subjectOf := make([][]int, len(groups))
 	for i, g := range groups {
 		for _, s := range g.subjects {
@@ -142,7 +142,7 @@ func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int
 				}
 				problems[i] = append(problems[i], theta)
 				starts[i] = append(starts[i], x0s[j])
-				who[i] = append(who[i], problemTrial{seed: seeds[s], id: r, x0: x0s[j]})
+				who[i] = append(who[i], ProblemTrial{Seed: seeds[s], Trial: r, X0: x0s[j]})
 				subjectOf[i] = append(subjectOf[i], s)
 			}
 		}
@@ -154,7 +154,7 @@ func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int
 	type run struct {
 		pol       *Policy
 		problems  [][]float64
-		who       []problemTrial
+		who       []ProblemTrial
 		subjectOf []int
 	}
 	var runs []run
@@ -167,20 +167,20 @@ func replanAll(m models.Model, sopts SolverOptions, thetas [][]float64, hs []int
 	}
 	for _, r := range runs {
 		o := opts
-		o.Trials, o.TrialIDs, o.Starts, o.StartSD, o.perProblem = 1, nil, nil, nil, r.who
+		o.Trials, o.TrialIDs, o.Starts, o.StartSD, o.PerProblem = 1, nil, nil, nil, r.who
 		xs, err := Simulate(m, r.pol, r.problems, b, o)
 		var div *DivergedError
 		if errors.As(err, &div) {
 			for _, k := range div.Problems {
 				if s := r.subjectOf[k]; diverged[s] == "" {
-					diverged[s] = fmt.Sprintf("trial %d diverged", r.who[k].id)
+					diverged[s] = fmt.Sprintf("trial %d diverged", r.who[k].Trial)
 				}
 			}
 		} else if err != nil {
 			return nil, err
 		}
 		for k, s := range r.subjectOf {
-			out[s][r.who[k].id] = xs[k][0][:lengths[s][r.who[k].id]+1]
+			out[s][r.who[k].Trial] = xs[k][0][:lengths[s][r.who[k].Trial]+1]
 		}
 	}
 	return pols, nil

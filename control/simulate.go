@@ -63,19 +63,20 @@ type SimOptions struct {
 	// solution per trial, as a subject who sees where its arm is before it moves), instead of
 	// once from the task's x0. Only SimulateLengths and SimulateSubjects read it.
 	Replan bool
-	// perProblem, if set, gives each problem p of a one-trial simulation (Trials 1) its own
-	// noise stream and start: those of trial perProblem[p].id of an agent seeded with
-	// perProblem[p].seed, starting at perProblem[p].x0 (replan's batch of plans, a trial
-	// each).
-	perProblem []problemTrial
+	// PerProblem, if set, gives each problem p of a one-trial simulation (Trials 1) a trial
+	// of its own: its noise stream and start are PerProblem[p]'s (ProblemTrial). A replanning
+	// agent's plans, a trial each, simulate so; and so do the problems of several horizons'
+	// trials in one simulation (likelihood's agents on the Go backend).
+	PerProblem []ProblemTrial
 }
 
-// problemTrial is the trial a problem of a replanning simulation simulates: SimOptions'
-// perProblem.
-type problemTrial struct {
-	seed uint64
-	id   int
-	x0   []float64
+// ProblemTrial is the trial a problem of a one-trial simulation simulates (SimOptions'
+// PerProblem): trial Trial of problem Problem of a simulation seeded with Seed, whose noises
+// it has, starting at X0 (the task's state dimension).
+type ProblemTrial struct {
+	Seed           uint64
+	Problem, Trial int
+	X0             []float64
 }
 
 // startsSalt separates the stream of a trial's initial state (DrawStarts) from that of its
@@ -148,8 +149,13 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	if opts.Delay != 0 && opts.Delay != 1 {
 		return nil, fmt.Errorf("delay must be 0 or 1 steps, got %d", opts.Delay)
 	}
-	if opts.perProblem != nil && (len(opts.perProblem) != pol.Problems || opts.Trials != 1) {
-		return nil, fmt.Errorf("simulate: %d problems' trials for a policy of %d problems and %d trials each", len(opts.perProblem), pol.Problems, opts.Trials)
+	if opts.PerProblem != nil && (len(opts.PerProblem) != pol.Problems || opts.Trials != 1) {
+		return nil, fmt.Errorf("simulate: %d problems' trials for a policy of %d problems and %d trials each", len(opts.PerProblem), pol.Problems, opts.Trials)
+	}
+	for p, pt := range opts.PerProblem {
+		if len(pt.X0) != len(s.Spec.States) {
+			return nil, fmt.Errorf("simulate: problem %d's initial state has %d values, task %s has %d states", p, len(pt.X0), s.Spec.Name, len(s.Spec.States))
+		}
 	}
 	if opts.TrialIDs != nil && len(opts.TrialIDs) != opts.Trials {
 		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
@@ -203,8 +209,9 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 				id = opts.TrialIDs[r]
 			}
 			seed, stream := opts.Seed, uint64(p)<<32|uint64(id)
-			if opts.perProblem != nil {
-				seed, stream = opts.perProblem[p].seed, uint64(opts.perProblem[p].id)
+			if opts.PerProblem != nil {
+				pt := opts.PerProblem[p]
+				seed, stream = pt.Seed, uint64(pt.Problem)<<32|uint64(pt.Trial)
 			}
 			rng := rand.New(rand.NewPCG(seed, stream))
 			for t := range T {
@@ -238,8 +245,8 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 				if opts.Starts != nil {
 					x = opts.Starts[r]
 				}
-				if opts.perProblem != nil {
-					x = opts.perProblem[p].x0
+				if opts.PerProblem != nil {
+					x = opts.PerProblem[p].X0
 				}
 				x0[(i*P+p)*M+r] = x[i]
 			}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -111,32 +112,20 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 			_ = control.PrepareSimulation(m, e.agent, len(thetas), h, len(horizons[h]), so)
 		}
 	})
-	pols, err := e.agentPlans(model, from, hs, v)
+	pols, joint, err := e.agentPlans(model, from, hs, v)
 	prepared.Wait()
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range hs {
-		pol := pols[h]
-		so := control.SimOptions{Observe: observe, Trials: len(horizons[h]), TrialIDs: horizons[h], Seed: seed,
-			Temperature: temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
-		if starts != nil {
-			for _, j := range horizons[h] {
-				so.Starts = append(so.Starts, starts[j])
-			}
-		}
-		if e.opts.FitTemperature && !v.NoPolicyNoise {
-			scaleNoise(pol, thetas, np)
-		}
-		xs, err := control.Simulate(m, pol, model, e.agent, so)
-		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
-			return nil, err
-		}
-		for i := range thetas {
-			for r, j := range horizons[h] {
-				out[i][j] = xs[i][r][:lengths[j]+1]
-			}
-		}
+	so := control.SimOptions{Observe: observe, Seed: seed, Temperature: temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
+	scale := e.opts.FitTemperature && !v.NoPolicyNoise // each θ's own policy noise (scaleNoise)
+	if joint != nil && jointSimulation && !graph.CompilesSlowly(e.agent) {
+		err = e.simulateJointly(joint, thetas, model, hs, horizons, lengths, starts, so, scale, out)
+	} else {
+		err = e.simulateByHorizon(pols, thetas, model, hs, horizons, lengths, starts, so, scale, out)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for i := range out {
 		for j, tr := range out[i] {
@@ -147,6 +136,85 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 	}
 	return out, nil
 }
+
+// simulateByHorizon is SimulateVariantTrials' simulation of each horizon h of hs under its
+// policy pols[h] (which it changes where scale gives each θ its policy noise, scaleNoise), a
+// call for the trials horizons[h] of every θ, with so's options. Its trials, cut to their
+// lengths, go into out[θ][trial].
+func (e *Evaluator) simulateByHorizon(pols map[int]*control.Policy, thetas, model [][]float64, hs []int, horizons map[int][]int, lengths []int, starts [][]float64, so control.SimOptions, scale bool, out [][][][]float64) error {
+	m := e.sym.Model
+	for _, h := range hs {
+		pol := pols[h]
+		so.Trials, so.TrialIDs, so.Starts = len(horizons[h]), horizons[h], nil
+		if starts != nil {
+			for _, j := range horizons[h] {
+				so.Starts = append(so.Starts, starts[j])
+			}
+		}
+		if scale {
+			scaleNoise(pol, thetas, len(m.Spec().Params))
+		}
+		xs, err := control.Simulate(m, pol, model, e.agent, so)
+		if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
+			return err
+		}
+		for i := range thetas {
+			for r, j := range horizons[h] {
+				out[i][j] = xs[i][r][:lengths[j]+1]
+			}
+		}
+	}
+	return nil
+}
+
+// simulateJointly is SimulateVariantTrials' simulation where its horizons hs were solved
+// together (joint, every horizon's problems in order: agentPlans) and the agents run on a
+// backend that compiles quickly: every trial of every θ is one problem of a single
+// simulation (control.SimOptions.PerProblem), with the noises and start it has among its own
+// horizon's trials, the same bits (TestSimulateJointly), where a simulation per horizon makes
+// as many calls (and as many graphs, of different trial counts) as there are lengths.
+// scale gives each problem its θ's policy noise (scaleNoise). Its trials, cut to their
+// lengths, go into out[θ][trial].
+func (e *Evaluator) simulateJointly(joint *control.Policy, thetas, model [][]float64, hs []int, horizons map[int][]int, lengths []int, starts [][]float64, so control.SimOptions, scale bool, out [][][][]float64) error {
+	spec := e.sym.Model.Spec()
+	P := len(thetas)
+	type at struct{ theta, trial int }
+	var (
+		idx          []int
+		picked, full [][]float64 // each problem's planner parameters and θ
+		who          []at
+	)
+	for i, h := range hs {
+		for _, j := range horizons[h] {
+			x0 := spec.X0
+			if starts != nil {
+				x0 = starts[j]
+			}
+			for p := range P {
+				idx = append(idx, i*P+p)
+				picked, full = append(picked, model[p]), append(full, thetas[p])
+				who = append(who, at{p, j})
+				so.PerProblem = append(so.PerProblem, control.ProblemTrial{Seed: so.Seed, Problem: p, Trial: j, X0: x0})
+			}
+		}
+	}
+	pol := joint.Subset(idx)
+	if scale {
+		scaleNoise(pol, full, len(spec.Params))
+	}
+	so.Trials = 1
+	xs, err := control.Simulate(e.sym.Model, pol, picked, e.agent, so)
+	if div := (*control.DivergedError)(nil); err != nil && !errors.As(err, &div) {
+		return err
+	}
+	for q, w := range who {
+		out[w.theta][w.trial] = xs[q][0][:lengths[w.trial]+1]
+	}
+	return nil
+}
+
+// jointSimulation lets tests compare simulateJointly with a simulation per horizon.
+var jointSimulation = true
 
 func finite(tr [][]float64) bool {
 	for _, x := range tr {

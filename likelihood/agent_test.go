@@ -56,3 +56,52 @@ func column(a []float64, P, q int) []float64 {
 	}
 	return out
 }
+
+// TestSimulateJointly: on the Go backend an agent whose trials have lengths of their own is
+// simulated in one call, every trial of every θ a problem of the horizons' joint policy
+// (simulateJointly), and its trials are those of a simulation per horizon to the bit: for
+// the likelihood's agent with a fitted temperature (each θ's own policy noise), one without
+// policy noise, one stopped after two iterations, one that senses a step late and without
+// the feed-forward term, and the likelihood's again with trials of their own starts. It fails
+// where a trial gets another's noise or start.
+func TestSimulateJointly(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, err := models.Get("pendulum")
+	require.NoError(t, err)
+	e, err := New(m, b, Options{FitTemperature: true})
+	require.NoError(t, err)
+	natural, _ := testTheta(m.Spec())
+	th := append(append([]float64(nil), natural...), 3*m.Spec().Temperature)
+	th2 := append([]float64(nil), th...)
+	th2[0] *= 2
+	th2[len(th2)-1] *= 4
+	lengths := []int{6, 9, 7, 9, 12, 6}
+	starts := make([][]float64, len(lengths))
+	for j := range starts {
+		starts[j] = append([]float64(nil), m.Spec().X0...)
+		starts[j][0] += 0.05 * float64(j)
+	}
+	for c, v := range []AgentVariant{{}, {NoPolicyNoise: true}, {PlannerIterations: 2}, {Delay: 1, NoFeedForward: true}, {}} {
+		var from [][]float64
+		if c == 4 {
+			from = starts
+		}
+		var out [2][][][][]float64
+		for i, joint := range []bool{false, true} {
+			jointSimulation = joint
+			out[i], err = e.SimulateVariantTrials([][]float64{th, th2}, lengths, from, 4, v)
+			jointSimulation = true
+			require.NoError(t, err)
+		}
+		require.Len(t, out[1], 2)
+		for p := range out[0] {
+			for j := range lengths {
+				require.Len(t, out[1][p][j], lengths[j]+1, "%s: θ %d trial %d", v, p, j)
+				assert.Equal(t, out[0][p][j], out[1][p][j], "%s: θ %d trial %d", v, p, j)
+			}
+			assert.NotEqual(t, out[1][p][1][4], out[1][p][3][4], "%s: trials 1 and 3, both of 9 steps, have noises of their own", v)
+		}
+		assert.NotEqual(t, out[1][0][0][3], out[1][1][0][3], "%s: the two θ differ", v)
+	}
+}

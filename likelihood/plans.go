@@ -32,16 +32,18 @@ type planCache struct {
 	solves  int      // solutions computed (not found): what the cache saves is visible in tests
 }
 
-// planEntry is one solution: pols by horizon once done is closed, or err.
+// planEntry is one solution once done is closed: pols by horizon, and joint, every horizon's
+// problems in one policy where they were solved together (control.SolveEachHorizon); or err.
 type planEntry struct {
-	done chan struct{}
-	pols map[int]*control.Policy
-	err  error
+	done  chan struct{}
+	pols  map[int]*control.Policy
+	joint *control.Policy
+	err   error
 }
 
 // get returns the solution of key, calling solve for it if no other call has or is (the
 // callers of one key in flight wait for the first). A failed solve is not kept.
-func (c *planCache) get(key string, solve func() (map[int]*control.Policy, error)) (map[int]*control.Policy, error) {
+func (c *planCache) get(key string, solve func() (map[int]*control.Policy, *control.Policy, error)) (map[int]*control.Policy, *control.Policy, error) {
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = map[string]*planEntry{}
@@ -49,7 +51,7 @@ func (c *planCache) get(key string, solve func() (map[int]*control.Policy, error
 	if en, ok := c.entries[key]; ok {
 		c.mu.Unlock()
 		<-en.done
-		return en.pols, en.err
+		return en.pols, en.joint, en.err
 	}
 	en := &planEntry{done: make(chan struct{})}
 	c.entries[key] = en
@@ -60,7 +62,7 @@ func (c *planCache) get(key string, solve func() (map[int]*control.Policy, error
 		c.order = c.order[1:]
 	}
 	c.mu.Unlock()
-	en.pols, en.err = solve()
+	en.pols, en.joint, en.err = solve()
 	close(en.done)
 	if en.err != nil {
 		c.mu.Lock()
@@ -70,7 +72,7 @@ func (c *planCache) get(key string, solve func() (map[int]*control.Policy, error
 		}
 		c.mu.Unlock()
 	}
-	return en.pols, en.err
+	return en.pols, en.joint, en.err
 }
 
 // planKey is what determines the agents' solutions of SimulateVariantTrials: the planner's
@@ -100,17 +102,18 @@ func planKey(model, from [][]float64, hs []int, iterations int) string {
 
 // agentPlans returns the iLQG solutions of the agents of model (one problem per θ) planning
 // from from (nil: the task's x0) over each horizon of hs, stopped after v.PlannerIterations
-// if set: by horizon, each a copy of its own that the caller may change (on XLA, with several
-// horizons, solved together: control.SolveEachHorizon). Each distinct solution is solved once
+// if set: by horizon, each a copy of its own that the caller may change, and where several
+// horizons were solved together (control.SolveEachHorizon) their joint policy, every
+// horizon's problems in order (for horizon hs[i], problem i·len(model) + p is model[p]'s),
+// which the caller may not change (nil otherwise). Each distinct solution is solved once
 // among the evaluator's recent ones (planCache).
-func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant) (map[int]*control.Policy, error) {
-	pols, err := e.plans.get(planKey(model, from, hs, v.PlannerIterations), func() (map[int]*control.Policy, error) {
-		pols, _, err := control.SolveEachHorizon(e.sym.Model, e.agent, e.opts.Solver, hs,
+func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant) (map[int]*control.Policy, *control.Policy, error) {
+	pols, joint, err := e.plans.get(planKey(model, from, hs, v.PlannerIterations), func() (map[int]*control.Policy, *control.Policy, error) {
+		return control.SolveEachHorizon(e.sym.Model, e.agent, e.opts.Solver, hs,
 			func(int) ([][]float64, [][]float64) { return model, from }, v.PlannerIterations)
-		return pols, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[int]*control.Policy, len(pols))
 	for h, p := range pols {
@@ -120,5 +123,5 @@ func (e *Evaluator) agentPlans(model, from [][]float64, hs []int, v AgentVariant
 		}
 		out[h] = p.Subset(all)
 	}
-	return out, nil
+	return out, joint, nil
 }
