@@ -236,7 +236,8 @@ const CPUOptLevel = "--xla_backend_optimization_level=2"
 // of 10 restarts took 0.54–0.56 s against 0.60–0.67 s (pendulum), 1.29–1.38 against 1.40–1.43
 // (navigation), 2.15–2.18 against 2.25–2.35 (reaching), 4.12–4.17 against 4.36–4.46 (cart-pole),
 // 12 reaching subjects of 5 restarts 10.7–11.1 against 11.4–11.8 s, one of 300 trials 7.0–7.1
-// against 7.4 s, with the same intervals (the noise is drawn on the host): 2 cores, programs
+// against 7.4 s, the estimates the same and the intervals within rounding (the noise is
+// drawn on the host; cart-pole's within 8e-7 relative): 2 cores, programs
 // cached, 2026-11-29 (docs/backends.md, "The simulated agents on the Go backend"). A GPU keeps
 // them: there the host's cores are better left to feeding it.
 func AgentBackend(b backends.Backend) (backends.Backend, error) {
