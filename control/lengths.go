@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -40,7 +41,9 @@ func SimulateLengths(m models.Model, theta []float64, lengths [][]int, seeds []u
 // agent has the parameters thetas[s] (natural units). The agents planning over a horizon are
 // solved together, one batch of problems; the policy of a horizon has a problem per subject
 // with a trial of that horizon, in the subjects' order. A subject's trajectories are those
-// SimulateLengths gives it with its parameters alone.
+// SimulateLengths gives it with its parameters alone. On a backend that compiles quickly,
+// where several horizons are solved together, every trial of every subject is simulated in
+// one call (simulateTogether).
 func SimulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
 	if len(thetas) != len(lengths) {
 		return nil, nil, fmt.Errorf("%d parameter vectors for %d subjects", len(thetas), len(lengths))
@@ -85,9 +88,15 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 			}
 		}
 	}
-	pols, _, err := SolveEachHorizon(m, b, sopts, hs, func(i int) ([][]float64, [][]float64) { return problems[i], nil }, 0)
+	pols, together, err := SolveEachHorizon(m, b, sopts, hs, func(i int) ([][]float64, [][]float64) { return problems[i], nil }, 0)
 	if err != nil {
 		return nil, nil, err
+	}
+	if together != nil && opts.Starts == nil && !graph.CompilesSlowly(b) {
+		if err := simulateTogether(m, together, problems, groups, seeds, b, opts, out, lengths, diverged); err != nil {
+			return nil, nil, err
+		}
+		return out, pols, subjectsDiverged(diverged)
 	}
 	for i, g := range groups {
 		for k, s := range g.subjects {
@@ -109,6 +118,57 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 		}
 	}
 	return out, pols, subjectsDiverged(diverged)
+}
+
+// simulateTogether is simulateSubjects' simulation where its horizons were solved together
+// (together, every horizon's problems in order: SolveEachHorizon) on a backend that compiles
+// quickly: every trial of every subject is one problem of a single simulation (PerProblem),
+// with the noises and start it has in its subject's simulation of its horizon's trials, the
+// same bits (TestSimulateSubjectsTogether), where a simulation per subject and horizon makes
+// a call each (10 reaching subjects of 20 lengths: 200 calls). problems[i] are group i's
+// parameter vectors, one per subject planning over it or one for all. It writes the
+// trajectories into out and the subjects with a diverging trial into diverged.
+func simulateTogether(m models.Model, together *Policy, problems [][][]float64, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) error {
+	spec := m.Spec()
+	if err := opts.checkStartSD(spec); err != nil {
+		return err
+	}
+	var (
+		idx       []int
+		picked    [][]float64
+		who       []ProblemTrial
+		subjectOf []int
+	)
+	first := 0 // group i's first problem in together
+	for i, g := range groups {
+		for k, s := range g.subjects {
+			k := min(k, len(problems[i])-1)
+			x0s := DrawStarts(spec.X0, opts.StartSD, seeds[s], g.trials[s])
+			for j, r := range g.trials[s] {
+				idx, picked = append(idx, first+k), append(picked, problems[i][k])
+				who = append(who, ProblemTrial{Seed: seeds[s], Trial: r, X0: x0s[j]})
+				subjectOf = append(subjectOf, s)
+			}
+		}
+		first += len(problems[i])
+	}
+	o := opts
+	o.Trials, o.TrialIDs, o.StartSD, o.PerProblem = 1, nil, nil, who
+	xs, err := Simulate(m, together.Subset(idx), picked, b, o)
+	var div *DivergedError
+	if errors.As(err, &div) {
+		for _, q := range div.Problems {
+			if s := subjectOf[q]; diverged[s] == "" {
+				diverged[s] = fmt.Sprintf("trial %d diverged", who[q].Trial)
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	for q, s := range subjectOf {
+		out[s][who[q].Trial] = xs[q][0][:lengths[s][who[q].Trial]+1]
+	}
+	return nil
 }
 
 // horizonTrials are the trials an agent plans over horizon h: subject → its trials, and the

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/nioc-gpu/nioc-gpu/graph"
@@ -99,6 +101,66 @@ func TestSimulateSubjects(t *testing.T) {
 	}
 	_, _, err = SimulateSubjects(m, thetas[:2], lengths, seeds, b, SolverOptions{}, opts)
 	assert.ErrorContains(t, err, "2 parameter vectors for 3 subjects")
+}
+
+// TestSimulateSubjectsTogether: on the Go backend, where several horizons are solved
+// together, every trial of every subject is simulated in one call (simulateTogether); each
+// trial is, to the bit, the one a simulation of its subject's trials of its horizon gives
+// under that horizon's plan, with one parameter vector for all or one per subject, from x0
+// or from spread starts.
+func TestSimulateSubjectsTogether(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m := models.LinearGaussian{}
+	spec := m.Spec()
+	thetas := [][]float64{spec.Defaults(), {1, 0.2, 0.05}, {0.01, 0.01, 1}}
+	lengths := [][]int{{5, 9}, {9, 9, 4, 5}, {5, 12}}
+	seeds := []uint64{4, 8, 15}
+	sd := make([]float64, len(spec.X0))
+	for i := range sd {
+		sd[i] = 0.3
+	}
+	for _, c := range []struct {
+		name   string
+		thetas [][]float64
+		opts   SimOptions
+	}{
+		{"one agent", thetas[:1], SimOptions{Temperature: spec.Temperature}},
+		{"an agent each", thetas, SimOptions{Temperature: spec.Temperature}},
+		{"spread starts", thetas, SimOptions{Temperature: spec.Temperature, StartSD: sd}},
+		{"no policy noise", thetas, SimOptions{}},
+	} {
+		var xs [][][][]float64
+		var pols map[int]*Policy
+		if len(c.thetas) == 1 {
+			xs, pols, err = SimulateLengths(m, c.thetas[0], lengths, seeds, b, SolverOptions{}, c.opts)
+		} else {
+			xs, pols, err = SimulateSubjects(m, c.thetas, lengths, seeds, b, SolverOptions{}, c.opts)
+		}
+		require.NoError(t, err, c.name)
+		horizons, err := byHorizon(spec, lengths)
+		require.NoError(t, err)
+		for h, bySubject := range horizons {
+			require.Equal(t, PadHorizon(12), pols[h].Steps, "%s: horizon %d solved with the others", c.name, h)
+			for k, s := range slices.Sorted(maps.Keys(bySubject)) {
+				theta := c.thetas[0]
+				if len(c.thetas) > 1 {
+					theta = c.thetas[s]
+				} else {
+					k = 0
+				}
+				o := c.opts
+				o.Seed, o.Trials, o.TrialIDs = seeds[s], len(bySubject[s]), bySubject[s]
+				want, err := Simulate(m, pols[h].Problem(k), [][]float64{theta}, b, o)
+				require.NoError(t, err, c.name)
+				for j, r := range bySubject[s] {
+					assert.Equal(t, want[0][j][:h+1], xs[s][r], "%s: subject %d trial %d", c.name, s, r)
+				}
+			}
+		}
+	}
+	_, _, err = SimulateSubjects(m, thetas, lengths, seeds, b, SolverOptions{}, SimOptions{StartSD: []float64{1}})
+	assert.ErrorContains(t, err, "1 start spreads, task")
 }
 
 // flat returns the values of trajectories [trial][t][state] in one slice.

@@ -105,6 +105,23 @@ func DrawStarts(x0, sd []float64, seed uint64, ids []int) [][]float64 {
 	return out
 }
 
+// checkStartSD returns an error unless opts.StartSD is nil or a finite spread >= 0 for each
+// state of spec.
+func (opts SimOptions) checkStartSD(spec models.Spec) error {
+	if opts.StartSD == nil {
+		return nil
+	}
+	if len(opts.StartSD) != len(spec.States) {
+		return fmt.Errorf("%d start spreads, task %s has %d states", len(opts.StartSD), spec.Name, len(spec.States))
+	}
+	for i, sd := range opts.StartSD {
+		if !(sd >= 0) || math.IsInf(sd, 0) {
+			return fmt.Errorf("start spread of %s is %g: it must be finite and >= 0", spec.States[i], sd)
+		}
+	}
+	return nil
+}
+
 // trialIDs returns the numbers of opts' trials: opts.TrialIDs, or 0, 1, …, Trials−1.
 func (opts SimOptions) trialIDs() []int {
 	if opts.TrialIDs != nil {
@@ -161,13 +178,8 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 		return nil, fmt.Errorf("%d trial numbers for %d trials", len(opts.TrialIDs), opts.Trials)
 	}
 	if opts.StartSD != nil {
-		if len(opts.StartSD) != len(s.Spec.States) {
-			return nil, fmt.Errorf("%d start spreads, task %s has %d states", len(opts.StartSD), s.Spec.Name, len(s.Spec.States))
-		}
-		for i, sd := range opts.StartSD {
-			if !(sd >= 0) || math.IsInf(sd, 0) {
-				return nil, fmt.Errorf("start spread of %s is %g: it must be finite and >= 0", s.Spec.States[i], sd)
-			}
+		if err := opts.checkStartSD(s.Spec); err != nil {
+			return nil, err
 		}
 		if opts.Starts == nil {
 			opts.Starts = DrawStarts(s.Spec.X0, opts.StartSD, opts.Seed, opts.trialIDs())
