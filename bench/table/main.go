@@ -53,7 +53,7 @@ func main() {
 	}
 	fmt.Printf("# nioc-gpu benchmarks\n\nbackend %s, %s/%s, %d CPUs, %s\n\n", b.Name(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02"))
 	if *forward != "" {
-		compareModes(b, *forward, *forwardSmall)
+		compareModes(modeBackends(b, *xlaMode), *forward, *forwardSmall)
 	}
 	if *blocks != "" {
 		compareBlocks(b, *blocks, parseSteps(*steps))
@@ -193,37 +193,74 @@ func compareXLA(mode, tasks string, restarts int) {
 	}
 }
 
+// modeBackends returns the backends of the -forward table: b, and XLA's plugin ($NIOC_PJRT,
+// default cpu) beside the Go backend where it is installed and the -xla mode (auto, on, off)
+// allows. Each runs the looped form as its default does: on the Go backend a program call per
+// step of a recursion, on XLA a while loop per recursion (docs/backends.md, "While loops").
+func modeBackends(b backends.Backend, mode string) []backends.Backend {
+	out := []backends.Backend{b}
+	if mode == "off" || graph.CompilesSlowly(b) {
+		return out
+	}
+	plugin := os.Getenv(graph.EnvPJRT)
+	if plugin == "" {
+		plugin = "cpu"
+	}
+	if _, err := graph.FindPlugin(plugin); err != nil {
+		if mode == "on" {
+			fail(err)
+		}
+		fmt.Printf("(-forward on the Go backend alone: %v)\n\n", err)
+		return out
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	if err != nil {
+		fail(err)
+	}
+	return append(out, bx)
+}
+
 // compareModes times the looped form's gradient in reverse mode over the recorded calls and in
-// forward mode (tangents along the parameters carried through every step) on backend b.
-func compareModes(b backends.Backend, tasks string, small bool) {
+// forward mode (tangents along the parameters carried through every step) on each backend of
+// bs.
+func compareModes(bs []backends.Backend, tasks string, small bool) {
 	fmt.Println("## Looped form: reverse vs forward mode, value + gradient, 50 trials per parameter vector")
 	fmt.Println()
-	fmt.Println("| task | parameters | gradient | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 |")
-	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("The Go backend's looped form makes a program call per step of each recursion; XLA's runs each recursion as a while loop (two calls, forward and VJP, whatever T).")
+	fmt.Println()
+	fmt.Println("| task | backend | parameters | gradient | programs | largest program (nodes) | build+compile | calls per evaluation | per evaluation, 1 × 50 | per evaluation, 50 × 50 |")
+	fmt.Println("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, name := range strings.Split(tasks, ",") {
-		m, trials := taskTrials(name)
-		var per [2]float64
-		for i, mode := range []string{"reverse", "forward"} {
-			opts := likelihood.Options{Form: likelihood.FormLooped, ForwardGradient: mode == "forward"}
-			one := "—"
-			if small {
-				e1, err := bench.TimeEvalWith(m, b, opts, trials, 1, 3)
-				if err != nil {
-					fail(err)
-				}
-				one = fmt.Sprintf("%.4f s", e1.PerEval.Seconds())
-			}
-			e50, err := bench.TimeEvalWith(m, b, opts, trials, 50, 2)
+		for _, b := range bs {
+			compareModesOn(b, name, small)
+		}
+	}
+	fmt.Println()
+}
+
+// compareModesOn prints compareModes' rows of task name on backend b.
+func compareModesOn(b backends.Backend, name string, small bool) {
+	m, trials := taskTrials(name)
+	var per [2]float64
+	for i, mode := range []string{"reverse", "forward"} {
+		opts := likelihood.Options{Form: likelihood.FormLooped, ForwardGradient: mode == "forward"}
+		one := "—"
+		if small {
+			e1, err := bench.TimeEvalWith(m, b, opts, trials, 1, 3)
 			if err != nil {
 				fail(err)
 			}
-			per[i] = e50.PerEval.Seconds()
-			fmt.Printf("| %s | %d | %s | %d | %d | %.1f s | %d | %s | %.4f s |\n", name, len(m.Spec().Params), mode, e50.Builds, e50.Nodes,
-				e50.Build.Seconds(), e50.Calls, one, e50.PerEval.Seconds())
+			one = fmt.Sprintf("%.4f s", e1.PerEval.Seconds())
 		}
-		fmt.Printf("| %s | | forward / reverse, 50 × 50 | | | | | | %.2f× |\n", name, per[1]/per[0])
+		e50, err := bench.TimeEvalWith(m, b, opts, trials, 50, 2)
+		if err != nil {
+			fail(err)
+		}
+		per[i] = e50.PerEval.Seconds()
+		fmt.Printf("| %s | %s | %d | %s | %d | %d | %.1f s | %d | %s | %.4f s |\n", name, b.Name(), len(m.Spec().Params), mode, e50.Builds, e50.Nodes,
+			e50.Build.Seconds(), e50.Calls, one, e50.PerEval.Seconds())
 	}
-	fmt.Println()
+	fmt.Printf("| %s | %s | | forward / reverse, 50 × 50 | | | | | | %.2f× |\n", name, b.Name(), per[1]/per[0])
 }
 
 // names splits a comma-separated list of task names; "" is none.
