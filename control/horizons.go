@@ -93,7 +93,7 @@ func (sv *Solver) SolvesHorizons() bool {
 // take, each horizon has a solver of its own, and the joint policy is nil.
 func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, hs []int, problems func(i int) (theta, x0 [][]float64), maxIter int) (map[int]*Policy, *Policy, error) {
 	var joint *Solver
-	if len(hs) > 1 {
+	if SolvesTogether(sopts, len(hs)) {
 		jo := sopts
 		if jo.Form == "" {
 			jo.Form = "looped" // XLA's default, and the padded solve's form on the Go backend
@@ -152,6 +152,14 @@ func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, h
 		pols[h] = pol.Subset(idx[i])
 	}
 	return pols, pol, nil
+}
+
+// SolvesTogether reports whether SolveEachHorizon, with solver options sopts, solves the
+// problems of the given number of distinct horizons together (and returns their joint
+// policy): for more than one horizon, unless sopts asks for the unrolled form or the partially
+// observable planner.
+func SolvesTogether(sopts SolverOptions, horizons int) bool {
+	return horizons > 1 && sopts.Form != "unrolled" && (sopts.Planner == "" || sopts.Planner == models.PlannerFull)
 }
 
 // PadHorizon returns the number of steps a solve of problems with horizons up to T runs

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -41,9 +40,8 @@ func SimulateLengths(m models.Model, theta []float64, lengths [][]int, seeds []u
 // agent has the parameters thetas[s] (natural units). The agents planning over a horizon are
 // solved together, one batch of problems; the policy of a horizon has a problem per subject
 // with a trial of that horizon, in the subjects' order. A subject's trajectories are those
-// SimulateLengths gives it with its parameters alone. On a backend that compiles quickly,
-// where several horizons are solved together, every trial of every subject is simulated in
-// one call (simulateTogether).
+// SimulateLengths gives it with its parameters alone. Where several horizons are solved
+// together, every trial of every subject is simulated in one call (simulateTogether).
 func SimulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds []uint64, b backends.Backend, sopts SolverOptions, opts SimOptions) ([][][][]float64, map[int]*Policy, error) {
 	if len(thetas) != len(lengths) {
 		return nil, nil, fmt.Errorf("%d parameter vectors for %d subjects", len(thetas), len(lengths))
@@ -92,7 +90,7 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 	if err != nil {
 		return nil, nil, err
 	}
-	if together != nil && opts.Starts == nil && !graph.CompilesSlowly(b) {
+	if together != nil && opts.Starts == nil {
 		if err := simulateTogether(m, together, problems, groups, seeds, b, opts, out, lengths, diverged); err != nil {
 			return nil, nil, err
 		}
@@ -121,11 +119,11 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 }
 
 // simulateTogether is simulateSubjects' simulation where its horizons were solved together
-// (together, every horizon's problems in order: SolveEachHorizon) on a backend that compiles
-// quickly: every trial of every subject is one problem of a single simulation (PerProblem),
-// with the noises and start it has in its subject's simulation of its horizon's trials, the
-// same bits (TestSimulateSubjectsTogether), where a simulation per subject and horizon makes
-// a call each (10 reaching subjects of 20 lengths: 200 calls). problems[i] are group i's
+// (together, every horizon's problems in order: SolveEachHorizon): every trial of every
+// subject is one problem of a single simulation (PerProblem; on XLA in chunks of problems of
+// one shape), with the noises and start it has in its subject's simulation of its horizon's
+// trials, the same bits on the Go backend (TestSimulateSubjectsTogether), where a simulation
+// per subject and horizon makes a call each (10 reaching subjects of 20 lengths: 200 calls). problems[i] are group i's
 // parameter vectors, one per subject planning over it or one for all. It writes the
 // trajectories into out and the subjects with a diverging trial into diverged.
 func simulateTogether(m models.Model, together *Policy, problems [][][]float64, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) error {

@@ -57,6 +57,51 @@ func TestSimulateInChunks(t *testing.T) {
 	}
 }
 
+// TestSimulateProblemChunks: a simulation of one trial per problem run over its problems in
+// chunks (the last padded) gives every problem the states of one run over all of them, to the
+// bit on the Go backend, whether the chunks are smaller than the problems, as many or more.
+func TestSimulateProblemChunks(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, spec, theta := taskDefaults(t, "pendulum")
+	s, err := models.Derive(m)
+	require.NoError(t, err)
+	const T, P = 12, 11
+	sv, err := NewSolver(m, T, b, SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	thetas := make([][]float64, P)
+	for p := range thetas {
+		thetas[p] = append([]float64(nil), theta...)
+		thetas[p][0] *= 1 + 0.1*float64(p)
+	}
+	pol, err := sv.Solve(thetas, nil)
+	require.NoError(t, err)
+	n, k := len(spec.States), len(spec.Controls)
+	rng := rand.New(rand.NewPCG(3, 4))
+	normals := func(size int) []float64 {
+		a := make([]float64, size)
+		for i := range a {
+			a[i] = rng.NormFloat64()
+		}
+		return a
+	}
+	x0 := make([]float64, n*P)
+	for i := range n {
+		for p := range P {
+			x0[i*P+p] = spec.X0[i] + 0.05*rng.NormFloat64()
+		}
+	}
+	v, w, xi := normals(T*spec.StateNoise*P), normals(T*spec.ObsNoise*P), normals(T*k*P)
+	opts := SimOptions{Observe: ObservePartial, Temperature: spec.Temperature}
+	whole, err := simulateLooped(b, s, thetas, pol, x0, v, w, xi, 1, opts)
+	require.NoError(t, err)
+	for _, c := range []int{4, P, 16} {
+		chunked, err := simulateProblemChunks(c, b, s, thetas, pol, x0, v, w, xi, opts)
+		require.NoError(t, err)
+		assert.Equal(t, whole, chunked, "chunks of %d problems", c)
+	}
+}
+
 // TestSimulateNoiseFree: an agent without policy noise (temperature 0) runs the program of
 // temperature 1 with no noise and H̃ = I: its trajectories are those of its control law
 // alone, whatever H̃ the policy carries (a matrix that is not positive definite, whose
@@ -213,4 +258,17 @@ func TestPrepareSimulation(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, compiled, simEngine(bx, sym, opts).Stats().Compiles, "%d trials: Simulate compiled nothing more", c.trials)
 	}
+	// a trial for each of 20 problems (PerProblem), in a chunk of 256 problems
+	const P = 20
+	opts := SimOptions{Observe: ObservePartial, Temperature: 1}
+	require.NoError(t, PrepareProblemSimulation(m, bx, P, 10, opts))
+	compiled := simEngine(bx, sym, opts).Stats().Compiles
+	thetas, idx, who := make([][]float64, P), make([]int, P), make([]ProblemTrial, P)
+	for p := range P {
+		thetas[p], who[p] = theta, ProblemTrial{Seed: 3, Trial: p, X0: spec.X0}
+	}
+	opts.Trials, opts.Seed, opts.PerProblem = 1, 3, who
+	_, err = Simulate(m, pol.Subset(idx), thetas, bx, opts)
+	require.NoError(t, err)
+	assert.Equal(t, compiled, simEngine(bx, sym, opts).Stats().Compiles, "a trial per problem: Simulate compiled nothing more")
 }

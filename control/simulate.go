@@ -265,9 +265,12 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 	}
 	var X []float64 // [T+1][n][P][M]
 	if opts.Form == "looped" || (opts.Form != "unrolled" && graph.CompilesSlowly(b)) {
-		if graph.CompilesSlowly(b) {
+		switch {
+		case graph.CompilesSlowly(b) && opts.PerProblem != nil:
+			X, err = simulateProblemChunks(SimChunk(b, P), b, s, theta, pol, x0, v, w, xi, opts)
+		case graph.CompilesSlowly(b):
 			X, err = simulateInChunks(SimChunk(b, M), b, s, theta, pol, x0, v, w, xi, M, opts)
-		} else {
+		default:
 			X, err = simulateLooped(b, s, theta, pol, x0, v, w, xi, M, opts)
 		}
 		if err != nil {

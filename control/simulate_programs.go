@@ -97,10 +97,25 @@ func loopedSimulation(s *models.Symbolic, theta [][]float64, pol *Policy, x0, v,
 // planner's and the simulator's programs are otherwise compiled one after the other as each is
 // first reached (a cold pendulum fit's bootstrap: docs/backends.md, "The simulator prepared
 // beside the planner"). It returns the first compile error.
-func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts SimOptions) (err error) {
+func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts SimOptions) error {
 	if !graph.CompilesSlowly(b) || P < 1 || T < 1 || M < 1 {
 		return nil
 	}
+	return prepareSimulation(m, b, P, T, SimChunk(b, M), opts)
+}
+
+// PrepareProblemSimulation is PrepareSimulation for a simulation of one trial for each of P
+// problems (SimOptions.PerProblem), which runs its problems in chunks (SimChunk).
+func PrepareProblemSimulation(m models.Model, b backends.Backend, P, T int, opts SimOptions) error {
+	if !graph.CompilesSlowly(b) || P < 1 || T < 1 {
+		return nil
+	}
+	return prepareSimulation(m, b, SimChunk(b, P), T, 1, opts)
+}
+
+// prepareSimulation compiles the looped simulation's programs of P problems, T steps and c
+// trials a problem on b (PrepareSimulation).
+func prepareSimulation(m models.Model, b backends.Backend, P, T, c int, opts SimOptions) (err error) {
 	s, err := models.Derive(m)
 	if err != nil {
 		return err
@@ -112,7 +127,6 @@ func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts Sim
 		opts.Temperature = 1 // as Simulate runs a noise-free agent
 	}
 	spec := s.Spec
-	c := SimChunk(b, M)
 	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
 	pol := zeroPolicy(P, T, n, k)
 	theta := make([][]float64, P)
@@ -133,12 +147,13 @@ func PrepareSimulation(m models.Model, b backends.Backend, P, T, M int, opts Sim
 // SimChunk returns the number of trials one compiled simulation runs on a backend that
 // compiles (XLA) for a call of M trials: on an accelerator 1,024 (a call costs its latency, a
 // shape a compile of seconds); where XLA runs on the host 256 (its CPU runtime is fastest at
-// a few hundred rows), or 16 for a call of at most 16 trials (one trial per problem when each
-// trial replans, a fit's simulations of a length few trials have), which would otherwise pad
-// many times over. A call's trials run in chunks of this size, the last padded, so that the
-// simulations of a fit (its bootstrap's draws × a subject's trials, its check's, every
-// subject's number of trials and every length's) share one or two programs instead of
-// compiling one each. It panics if M < 1.
+// a few hundred rows), or 16 for a call of at most 16 trials (a fit's simulations of a length
+// few trials have), which would otherwise pad many times over. A call's trials run in chunks
+// of this size, the last padded, so that the simulations of a fit (its bootstrap's draws × a
+// subject's trials, its check's, every subject's number of trials) share one or two programs
+// instead of compiling one each. A simulation of a trial per problem (SimOptions.PerProblem:
+// trials that replan, trials of many lengths under one padded plan) runs its M problems in
+// chunks of this size instead. It panics if M < 1.
 func SimChunk(b backends.Backend, M int) int {
 	if M < 1 {
 		panic(fmt.Sprintf("control: SimChunk of %d trials", M))
@@ -186,6 +201,53 @@ func simulateInChunks(c int, b backends.Backend, s *models.Symbolic, theta [][]f
 		}
 		for o := range (T + 1) * n * P {
 			copy(X[o*M+lo:o*M+hi], Xc[o*c:o*c+hi-lo])
+		}
+	}
+	return X, nil
+}
+
+// simulateProblemChunks is simulateLooped of a simulation of one trial per problem
+// (SimOptions.PerProblem) over its problems in chunks of c, the last padded with copies of its
+// first problem (whose states are computed and dropped); it returns the states [T+1][n][P][1].
+// The chunks' shape is the same whatever the number of problems (a fit's trials × parameter
+// vectors, a population's trials), where a call of them all would compile a program for each
+// count. Each problem's states are those simulateLooped computes for all P at once, up to the
+// last bits that XLA's code for another shape may round otherwise.
+func simulateProblemChunks(c int, b backends.Backend, s *models.Symbolic, theta [][]float64, pol *Policy, x0, v, w, xi []float64, opts SimOptions) ([]float64, error) {
+	P, T := pol.Problems, pol.Steps
+	if P == c {
+		return simulateLooped(b, s, theta, pol, x0, v, w, xi, 1, opts)
+	}
+	spec := s.Spec
+	n, k, nv, nw := len(spec.States), len(spec.Controls), spec.StateNoise, spec.ObsNoise
+	X := make([]float64, (T+1)*n*P)
+	idx := make([]int, c)
+	th := make([][]float64, c)
+	for lo := 0; lo < P; lo += c {
+		hi := min(lo+c, P)
+		for r := range idx {
+			idx[r] = lo + r
+			if idx[r] >= hi {
+				idx[r] = lo
+			}
+			th[r] = theta[idx[r]]
+		}
+		// pick returns a's problems idx of each of its outer rows.
+		pick := func(a []float64, outer int) []float64 {
+			out := make([]float64, outer*c)
+			for o := range outer {
+				for r, p := range idx {
+					out[o*c+r] = a[o*P+p]
+				}
+			}
+			return out
+		}
+		Xc, err := simulateLooped(b, s, th, pol.Subset(idx), pick(x0, n), pick(v, T*nv), pick(w, T*nw), pick(xi, T*k), 1, opts)
+		if err != nil {
+			return nil, err
+		}
+		for o := range (T + 1) * n {
+			copy(X[o*P+lo:o*P+hi], Xc[o*c:o*c+hi-lo])
 		}
 	}
 	return X, nil

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/nioc-gpu/nioc-gpu/control"
-	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -104,11 +103,16 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 	}
 	// The simulation's programs compile (or load from XLA's cache) beside the planning instead
 	// of after it (control.PrepareSimulation), one horizon's after another: trials of many
-	// lengths would otherwise compile as many programs at once.
+	// lengths would otherwise compile as many programs at once. Horizons planned together
+	// are simulated together (simulateJointly): a trial per problem, in chunks of one shape.
 	var prepared sync.WaitGroup
 	prepared.Go(func() {
+		so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
+		if control.SolvesTogether(e.opts.Solver, len(hs)) && jointSimulation {
+			_ = control.PrepareProblemSimulation(m, e.agent, len(thetas)*len(lengths), control.PadHorizon(hs[len(hs)-1]), so)
+			return
+		}
 		for _, h := range hs {
-			so := control.SimOptions{Observe: observe, Temperature: temperature, Delay: v.Delay}
 			_ = control.PrepareSimulation(m, e.agent, len(thetas), h, len(horizons[h]), so)
 		}
 	})
@@ -119,7 +123,7 @@ func (e *Evaluator) SimulateVariantTrials(thetas [][]float64, lengths []int, sta
 	}
 	so := control.SimOptions{Observe: observe, Seed: seed, Temperature: temperature, Delay: v.Delay, NoFeedForward: v.NoFeedForward}
 	scale := e.opts.FitTemperature && !v.NoPolicyNoise // each θ's own policy noise (scaleNoise)
-	if joint != nil && jointSimulation && !graph.CompilesSlowly(e.agent) {
+	if joint != nil && jointSimulation {
 		err = e.simulateJointly(joint, thetas, model, hs, horizons, lengths, starts, so, scale, out)
 	} else {
 		err = e.simulateByHorizon(pols, thetas, model, hs, horizons, lengths, starts, so, scale, out)
@@ -168,11 +172,12 @@ func (e *Evaluator) simulateByHorizon(pols map[int]*control.Policy, thetas, mode
 }
 
 // simulateJointly is SimulateVariantTrials' simulation where its horizons hs were solved
-// together (joint, every horizon's problems in order: agentPlans) and the agents run on a
-// backend that compiles quickly: every trial of every θ is one problem of a single
-// simulation (control.SimOptions.PerProblem), with the noises and start it has among its own
-// horizon's trials, the same bits (TestSimulateJointly), where a simulation per horizon makes
-// as many calls (and as many graphs, of different trial counts) as there are lengths.
+// together (joint, every horizon's problems in order: agentPlans): every trial of every θ is
+// one problem of a single simulation (control.SimOptions.PerProblem; on XLA in chunks of
+// problems of one shape), with the noises and start it has among its own horizon's trials,
+// the same bits on the Go backend (TestSimulateJointly), where a simulation per horizon makes
+// as many calls (and on the Go backend as many graphs, of different trial counts) as there
+// are lengths.
 // scale gives each problem its θ's policy noise (scaleNoise). Its trials, cut to their
 // lengths, go into out[θ][trial].
 func (e *Evaluator) simulateJointly(joint *control.Policy, thetas, model [][]float64, hs []int, horizons map[int][]int, lengths []int, starts [][]float64, so control.SimOptions, scale bool, out [][][][]float64) error {
