@@ -151,13 +151,9 @@ func (e *Engine) execute(p *stageProg, in []*tensors.Tensor) []*tensors.Tensor {
 		defer traceCall(p.name, in, time.Now())
 	}
 	if p.tape != nil {
-		res, err := p.tape.run(in)
+		out, err := p.tape.runTensors(in)
 		if err != nil {
 			panic(err)
-		}
-		out := make([]*tensors.Tensor, len(res))
-		for i, r := range res {
-			out[i] = tensors.FromFlatDataAndDimensions(r.Data, r.Dims...)
 		}
 		return out
 	}

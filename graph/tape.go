@@ -203,6 +203,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		}
 	}
 	free := map[int][]int32{} // free slots by size
+	aliases := map[int32]alias{} // values that are part of a parameter's or constant's memory
 	for i, n := range nodes {
 		if !need[i] || skip[i] {
 			continue
@@ -235,6 +236,30 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		// operand it still reads.
 		size := n.Shape().Size()
 		ops := operands(n)
+		// A copy (Reshape, Identity, a conversion that keeps the values) of a value read here
+		// for the last time is that value: the value's slot becomes the copy's and nothing
+		// runs (the looped form's programs take each entry of a packed input as a slice
+		// reshaped, and pack their outputs as a stack reshaped).
+		if in.op == opCopy {
+			if j := index(ops[0]); lastUse[j] == i && slotOf[j] >= 0 {
+				slotOf[i] = slotOf[j]
+				lastUse[j] = -1
+				continue
+			}
+		}
+		// A copy or a contiguous slice of a parameter or constant (whose memory no
+		// instruction writes: only values in slots are written over, inPlace) is that
+		// memory: the value has no slot of its own and nothing runs.
+		if off, ok := contiguousPart(n, in); ok {
+			if j := index(ops[0]); slotOf[j] < 0 {
+				base := j
+				if a, ok := aliases[j]; ok {
+					base, off = a.base, off+a.off
+				}
+				aliases[int32(i)] = alias{base: base, off: off}
+				continue
+			}
+		}
 		if k := inPlace(in, ops, i, size, lastUse, slotOf, sizes); k > 0 {
 			j := index(ops[k-1])
 			in.inplace = uint8(k)
@@ -282,6 +307,9 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		if s := slotOf[v]; s >= 0 {
 			return int32(slotOff[s])
 		}
+		if a, ok := aliases[v]; ok {
+			return int32(ownOff[a.base] + a.off)
+		}
 		return int32(ownOff[v])
 	}
 	for k := range t.code {
@@ -307,6 +335,44 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 		t.outDims = append(t.outDims, o.Shape().Dimensions)
 	}
 	return t, nil
+}
+
+// alias is a value that is part of the memory of the parameter or constant base (node
+// index), from element off on.
+type alias struct {
+	base int32
+	off  int
+}
+
+// contiguousPart reports whether node n, compiled to instruction in, takes a contiguous part of
+// its operand's memory as it is, and from which element: a copy (Reshape, Identity, a
+// conversion that keeps the values) from element 0, a Slice of one run of elements (every axis
+// before the first it keeps more than one index of taken at one index, every axis after it
+// whole, unit stride) from its first.
+func contiguousPart(n *G.Node, in instr) (int, bool) {
+	switch {
+	case in.op == opCopy:
+		return 0, true
+	case n.Type() != G.NodeTypeSlice:
+		return 0, false
+	}
+	dims, out := n.Inputs()[0].Shape().Dimensions, n.Shape().Dimensions
+	starts, strides := intsField(n, "starts"), intsField(n, "strides")
+	st := rowMajorStrides(dims)
+	off, kept := 0, false
+	for k := range out {
+		off += st[k] * starts[k]
+		switch {
+		case kept && out[k] != dims[k]:
+			return 0, false
+		case out[k] > 1:
+			if k < len(strides) && strides[k] > 1 {
+				return 0, false
+			}
+			kept = true
+		}
+	}
+	return off, true
 }
 
 // inPlace returns k > 0 when instruction in (the i-th node, of size elements, with operand

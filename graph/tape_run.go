@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/nioc-gpu/nioc-gpu/internal/simd"
 	"github.com/viterin/vek"
@@ -12,12 +14,38 @@ import (
 // run runs the tape on the inputs (float64 tensors, in parameter order) and returns the
 // outputs. Runs may overlap: each uses its own memory.
 func (t *tape) run(inputs []*tensors.Tensor) ([]Tensor, error) {
+	out := make([]Tensor, len(t.outputs))
+	err := t.runWith(inputs, func(i int, data []float64, dims []int) {
+		out[i] = Tensor{Data: append([]float64(nil), data...), Dims: dims}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runTensors is run with the outputs as tensors, each copied once from the run's memory.
+func (t *tape) runTensors(inputs []*tensors.Tensor) ([]*tensors.Tensor, error) {
+	out := make([]*tensors.Tensor, len(t.outputs))
+	err := t.runWith(inputs, func(i int, data []float64, dims []int) {
+		out[i] = tensors.FromShape(shapes.Make(dtypes.Float64, dims...))
+		tensors.MustMutableFlatData(out[i], func(flat []float64) { copy(flat, data) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runWith runs the tape on the inputs and hands emit each output's values in the run's
+// memory (valid during the call only) and dimensions.
+func (t *tape) runWith(inputs []*tensors.Tensor, emit func(i int, data []float64, dims []int)) error {
 	if len(inputs) != len(t.params) {
-		return nil, fmt.Errorf("tape: %d inputs for %d parameters", len(inputs), len(t.params))
+		return fmt.Errorf("tape: %d inputs for %d parameters", len(inputs), len(t.params))
 	}
 	for i, in := range inputs {
 		if n := in.Shape().Size(); n != t.psizes[i] {
-			return nil, fmt.Errorf("tape: input %d has %d elements, the tape %d", i, n, t.psizes[i])
+			return fmt.Errorf("tape: input %d has %d elements, the tape %d", i, n, t.psizes[i])
 		}
 	}
 	m, _ := t.pool.Get().(*[]float64)
@@ -32,21 +60,20 @@ func (t *tape) run(inputs []*tensors.Tensor) ([]Tensor, error) {
 	mem := *m
 	for i, p := range t.params {
 		if err := tensors.ConstFlatData(inputs[i], func(x []float64) { copy(mem[p:int(p)+t.psizes[i]], x) }); err != nil {
-			return nil, fmt.Errorf("tape: input %d: %w", i, err)
+			return fmt.Errorf("tape: input %d: %w", i, err)
 		}
 	}
 	for k := range t.code {
 		t.exec(&t.code[k], mem)
 	}
-	out := make([]Tensor, len(t.outputs))
 	for i, o := range t.outputs {
 		n := 1
 		for _, d := range t.outDims[i] {
 			n *= d
 		}
-		out[i] = Tensor{Data: append([]float64(nil), mem[o:int(o)+n]...), Dims: t.outDims[i]}
+		emit(i, mem[o:int(o)+n], t.outDims[i])
 	}
-	return out, nil
+	return nil
 }
 
 func b2f(b bool) float64 {

@@ -80,6 +80,7 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			a = G.Add(G.Mul(s, s), G.Neg(a))    // the same temporary twice: not in place
 			return G.Max(G.Sin(a), G.Add(a, y)) // loops in place
 		}},
+		{"views", views},
 	}
 	for _, tc := range cases {
 		build := func(g *G.Graph, in []*G.Node) []*G.Node {
@@ -107,6 +108,11 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			assert.Equal(t, 1, counts[opGather], "y broadcast once")
 			assert.Equal(t, 2, counts[opSub]+counts[opMulSub]+counts[opSubMul], "a − b and b − a are two values")
 		}
+		if tc.name == "views" {
+			counts := tapeOps(t, b, func(g *G.Graph, in []*G.Node) []*G.Node { return []*G.Node{tc.f(in[0], in[1], in[2])} })
+			assert.Equal(t, 0, counts[opCopy], "no copies: reshapes of a parameter's part or of a value read once")
+			assert.Equal(t, 2, counts[opGather], "the columns' slice and the slice of a temporary alone: the rows of x, of x reshaped and of the constant are their memory")
+		}
 		if tc.name == "in place" {
 			assertInPlace(t, b, func(g *G.Graph, in []*G.Node) []*G.Node { return []*G.Node{tc.f(in[0], in[1], in[2])} })
 		}
@@ -122,6 +128,26 @@ func TestTapeEqualsSimplego(t *testing.T) {
 			}
 		}
 	}
+}
+
+// views takes parts of its operands that are their memory as it is (a row of x, x
+// reshaped, the constant's slice) and parts that are not (columns of x, a slice of a
+// temporary), reshapes a value read once, and writes in place beside them; x is read again
+// after all of it, unchanged.
+func views(x, y, z *G.Node) *G.Node {
+	g := x.Graph()
+	row := G.Reshape(G.Slice(x, G.AxisRange(1, 2)), 4)                                   // x's second row: its memory
+	flat := G.Reshape(x, 12)                                                             // x's memory
+	c := G.Slice(G.Const(g, [][]float64{{1, 2, 3, 4}, {5, 6, 7, 8}}), G.AxisRange(1, 2)) // the constant's second row
+	a := G.Add(G.Sin(row), row)                                                          // in place over Sin, not over x
+	a = G.Add(a, G.Reshape(c, 4))
+	cols := G.Slice(x, G.AxisRange(), G.AxisRange(1, 3))                   // not contiguous: copied
+	tmp := G.Reshape(G.Slice(G.Exp(x), G.AxisRange(2, 3)), 4)              // a slice of a temporary (copied), reshaped in its slot
+	sum := G.Add(G.Reshape(G.Add(a, tmp), 1, 4), G.ReduceSum(cols, 1, 0))  // [1, 4]
+	rows := G.Slice(x, G.AxisRange(1, 3))                                  // rows 2 and 3: x's memory from element 4
+	part := G.Reshape(G.Slice(x, G.AxisRange(1, 2), G.AxisRange(2, 4)), 2) // from element 6
+	sum = G.Add(sum, G.Reshape(G.Concatenate([]*G.Node{part, G.Reshape(G.Slice(rows, G.AxisRange(1, 2), G.AxisRange(0, 2)), 2)}, 0), 1, 4))
+	return G.Add(G.Add(sum, x), G.Add(G.Reshape(G.Slice(flat, G.AxisRange(4, 8)), 1, 4), y))
 }
 
 // A graph with an operation the tape lacks runs on simplego.
