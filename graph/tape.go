@@ -202,7 +202,7 @@ func compileTape(g *G.Graph, inputs, outputs []*G.Node) (*tape, error) {
 			skip[f.mul.Id()] = true
 		}
 	}
-	free := map[int][]int32{} // free slots by size
+	free := map[int][]int32{}    // free slots by size
 	aliases := map[int32]alias{} // values that are part of a parameter's or constant's memory
 	for i, n := range nodes {
 		if !need[i] || skip[i] {
