@@ -42,7 +42,9 @@
 #                              (FIT_ARGS: more fit flags, e.g. "--uncertainty hessian
 #                              --check-draws 0" for the estimates alone; FIT_S: a time limit in
 #                              seconds, after which the subjects done are reported; under
-#                              `all`, the step's time less 15 s)
+#                              `all`, the step's time less 15 s; SIM_ARGS: more simulate
+#                              flags, e.g. "--vary-length 30:50" for trials of their own
+#                              length, whose agents plan and act on the device)
 #   bench/gpu/run.sh lanes     LANES_SUBJECTS (20) pendulum subjects (50 restarts × 50 trials, Hessian
 #                              only) fitted with trials as lanes off and on (NIOC_LANES; on the GPU
 #                              they are off by default, never measured there): wall time and
@@ -305,7 +307,7 @@ out=$OUT/$step.md
 		;;
 	fit)
 		n=${SUBJECTS:-100}
-		bin/nioc-gpu simulate --task reaching --subjects "$n" --trials 50 --seed 7 --force --out "$OUT/study.csv"
+		bin/nioc-gpu simulate --task reaching --subjects "$n" --trials 50 --seed 7 ${SIM_ARGS:-} --force --out "$OUT/study.csv"
 		( while sleep 10; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) > "$OUT/fit-gpu-usage.csv" 2>/dev/null &
 		watch=$!
 		rm -f "$OUT"/fit.jsonl "$OUT"/fit.csv "$OUT"/fit.jsonl.ckpt
