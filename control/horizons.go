@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/nioc-gpu/nioc-gpu/models"
 )
 
@@ -89,7 +90,10 @@ func (sv *Solver) SolvesHorizons() bool {
 // trial instead of a set each; on the Go backend, whose padded solve gives each horizon's
 // policy to the bit (TestSolveHorizons), its calls serve them all: trials of 20 lengths, a
 // default pendulum fit 0.81–0.86 against 1.09–1.14 s, reaching 3.45–3.58 against 4.61–4.78 s
-// (2 cores, 2026-11-29, docs/backends.md "The simulated agents on the Go backend"). For one horizon, or with a planner SolveHorizons does not
+// (2 cores, 2026-11-29, docs/backends.md "The simulated agents on the Go backend"). The
+// padded solve takes its problems in chunks of at most horizonChunk, the same bits as one
+// solve of them all, so that a population's many trials do not hold every problem's
+// iterations in memory at once. For one horizon, or with a planner SolveHorizons does not
 // take, each horizon has a solver of its own, and the joint policy is nil.
 func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, hs []int, problems func(i int) (theta, x0 [][]float64), maxIter int) (map[int]*Policy, *Policy, error) {
 	var joint *Solver
@@ -144,7 +148,7 @@ func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, h
 	if x0 != nil && len(x0) != len(theta) {
 		return nil, nil, fmt.Errorf("initial states for some horizons' problems and not others")
 	}
-	pol, err := joint.SolveHorizons(theta, x0, horizons, maxIter)
+	pol, err := solveInChunks(joint, theta, x0, horizons, maxIter, horizonChunk(b))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,6 +156,87 @@ func SolveEachHorizon(m models.Model, b backends.Backend, sopts SolverOptions, h
 		pols[h] = pol.Subset(idx[i])
 	}
 	return pols, pol, nil
+}
+
+// horizonChunk returns the most problems SolveEachHorizon solves in one padded solve on b:
+// every problem's iterations keep its padded trajectories, Jacobians and line-search
+// candidates (about 0.45 MB a reaching problem of 56 steps), so that a population's trials of
+// many lengths solved at once (1,000 subjects of 21 lengths: 21,000 problems) took 9.5 GB and
+// twice the time of solves of at most this many. A variable so that tests can make it small.
+var horizonChunk = func(b backends.Backend) int {
+	if graph.RunsOnHost(b) {
+		return 1024
+	}
+	return 8192
+}
+
+// solveInChunks is sv.SolveHorizons of the problems in chunks of at most c, one after another,
+// their policies joined in order (joinPolicies).
+func solveInChunks(sv *Solver, theta, x0 [][]float64, horizons []int, maxIter, c int) (*Policy, error) {
+	if len(theta) <= c {
+		return sv.SolveHorizons(theta, x0, horizons, maxIter)
+	}
+	var parts []*Policy
+	for lo := 0; lo < len(theta); lo += c {
+		hi := min(lo+c, len(theta))
+		var starts [][]float64
+		if x0 != nil {
+			starts = x0[lo:hi]
+		}
+		pol, err := sv.SolveHorizons(theta[lo:hi], starts, horizons[lo:hi], maxIter)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, pol)
+	}
+	return joinPolicies(parts), nil
+}
+
+// joinPolicies returns the solution of the problems of parts (solutions of as many steps), in
+// order: their control laws, costs and convergence; Iterations the most any part took, and
+// each part's CostTrace held at its last iteration after it stopped.
+func joinPolicies(parts []*Policy) *Policy {
+	q := *parts[0]
+	q.Problems, q.Iterations = 0, 0
+	for _, p := range parts {
+		q.Problems += p.Problems
+		q.Iterations = max(q.Iterations, p.Iterations)
+	}
+	join := func(field func(p *Policy) []float64) []float64 {
+		rows := len(field(parts[0])) / parts[0].Problems
+		out := make([]float64, 0, rows*q.Problems)
+		for r := range rows {
+			for _, p := range parts {
+				out = append(out, field(p)[r*p.Problems:(r+1)*p.Problems]...)
+			}
+		}
+		return out
+	}
+	q.Xbar = join(func(p *Policy) []float64 { return p.Xbar })
+	q.Ubar = join(func(p *Policy) []float64 { return p.Ubar })
+	q.Gain = join(func(p *Policy) []float64 { return p.Gain })
+	q.Offset = join(func(p *Policy) []float64 { return p.Offset })
+	q.Hessian = join(func(p *Policy) []float64 { return p.Hessian })
+	q.Cost = join(func(p *Policy) []float64 { return p.Cost })
+	traces := 0
+	for _, p := range parts {
+		traces = max(traces, len(p.CostTrace))
+	}
+	q.CostTrace = make([][]float64, traces)
+	for j := range q.CostTrace {
+		for _, p := range parts {
+			if len(p.CostTrace) == 0 {
+				q.CostTrace[j] = append(q.CostTrace[j], p.Cost...)
+				continue
+			}
+			q.CostTrace[j] = append(q.CostTrace[j], p.CostTrace[min(j, len(p.CostTrace)-1)]...)
+		}
+	}
+	q.Converged = nil
+	for _, p := range parts {
+		q.Converged = append(q.Converged, p.Converged...)
+	}
+	return &q
 }
 
 // SolvesTogether reports whether SolveEachHorizon, with solver options sopts, solves the

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/nioc-gpu/nioc-gpu/graph"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,57 @@ func TestSolveHorizons(t *testing.T) {
 	assert.False(t, unrolled.SolvesHorizons())
 	_, err = unrolled.SolveHorizons(thetas, nil, horizons, 100)
 	assert.ErrorContains(t, err, "looped form")
+}
+
+// TestSolveInChunks: problems solved together in chunks (a population's trials of many
+// lengths) get, to the bit, the policies, nominal trajectories, costs and convergence that
+// one solve of them all gives; the joined solution took the most iterations any chunk took,
+// and SolveEachHorizon with small chunks returns what it returns with one.
+func TestSolveInChunks(t *testing.T) {
+	thetas, horizons, _ := horizonCase(t)
+	bg, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, spec, _ := taskDefaults(t, "pendulum")
+	sv, err := NewSolver(m, 12, bg, SolverOptions{Planner: spec.Planner, Form: "looped"})
+	require.NoError(t, err)
+	whole, err := sv.SolveHorizons(thetas, nil, horizons, 100)
+	require.NoError(t, err)
+	for _, c := range []int{1, 3, 4} {
+		got, err := solveInChunks(sv, thetas, nil, horizons, 100, c)
+		require.NoError(t, err)
+		assert.Equal(t, whole.Problems, got.Problems, "chunks of %d", c)
+		assert.Equal(t, whole.Gain, got.Gain, "chunks of %d: gains", c)
+		assert.Equal(t, whole.Offset, got.Offset, "chunks of %d: offsets", c)
+		assert.Equal(t, whole.Hessian, got.Hessian, "chunks of %d: H̃", c)
+		assert.Equal(t, whole.Xbar, got.Xbar, "chunks of %d: nominal states", c)
+		assert.Equal(t, whole.Ubar, got.Ubar, "chunks of %d: nominal controls", c)
+		assert.Equal(t, whole.Cost, got.Cost, "chunks of %d: costs", c)
+		assert.Equal(t, whole.Converged, got.Converged, "chunks of %d: convergence", c)
+		iters := 0
+		for p := range thetas {
+			one, err := sv.SolveHorizons(thetas[p:p+1], nil, horizons[p:p+1], 100)
+			require.NoError(t, err)
+			iters = max(iters, one.Iterations)
+		}
+		if c == 1 {
+			assert.Equal(t, iters, got.Iterations, "the most iterations a problem took alone")
+		}
+		require.Len(t, got.CostTrace, len(whole.CostTrace), "chunks of %d", c)
+		assert.Equal(t, whole.CostTrace[len(whole.CostTrace)-1], got.CostTrace[len(got.CostTrace)-1], "chunks of %d: the last costs", c)
+	}
+	problems := func(i int) ([][]float64, [][]float64) { return thetas[2*i : 2*i+2], nil }
+	hs := []int{9, 12}
+	want, wantJoint, err := SolveEachHorizon(m, bg, SolverOptions{Planner: spec.Planner}, hs, problems, 0)
+	require.NoError(t, err)
+	defer func(f func(backends.Backend) int) { horizonChunk = f }(horizonChunk)
+	horizonChunk = func(backends.Backend) int { return 3 }
+	got, gotJoint, err := SolveEachHorizon(m, bg, SolverOptions{Planner: spec.Planner}, hs, problems, 0)
+	require.NoError(t, err)
+	assert.Equal(t, wantJoint.Gain, gotJoint.Gain, "the joint policy, in chunks of 3")
+	for _, h := range hs {
+		assert.Equal(t, want[h].Gain, got[h].Gain, "horizon %d, in chunks of 3", h)
+		assert.Equal(t, want[h].Xbar, got[h].Xbar, "horizon %d, in chunks of 3", h)
+	}
 }
 
 // TestSolveHorizonsXLA is TestSolveHorizons on XLA's CPU plugin, against the Go backend's
