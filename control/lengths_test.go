@@ -104,10 +104,10 @@ func TestSimulateSubjects(t *testing.T) {
 }
 
 // TestSimulateSubjectsTogether: on the Go backend, where several horizons are solved
-// together, every trial of every subject is simulated in one call (simulateTogether); each
-// trial is, to the bit, the one a simulation of its subject's trials of its horizon gives
-// under that horizon's plan, with one parameter vector for all or one per subject, from x0
-// or from spread starts.
+// together, every trial of every subject is simulated in one call (simulateTogether), or in
+// calls of a few trials; each trial is, to the bit, the one a simulation of its subject's
+// trials of its horizon gives under that horizon's plan, with one parameter vector for all or
+// one per subject, from x0 or from spread starts.
 func TestSimulateSubjectsTogether(t *testing.T) {
 	b, err := graph.NewBackend(graph.BackendGo)
 	require.NoError(t, err)
@@ -120,16 +120,20 @@ func TestSimulateSubjectsTogether(t *testing.T) {
 	for i := range sd {
 		sd[i] = 0.3
 	}
+	defer func(c int) { simulationChunk = c }(simulationChunk)
 	for _, c := range []struct {
 		name   string
 		thetas [][]float64
 		opts   SimOptions
+		chunk  int // trials a simulation call
 	}{
-		{"one agent", thetas[:1], SimOptions{Temperature: spec.Temperature}},
-		{"an agent each", thetas, SimOptions{Temperature: spec.Temperature}},
-		{"spread starts", thetas, SimOptions{Temperature: spec.Temperature, StartSD: sd}},
-		{"no policy noise", thetas, SimOptions{}},
+		{"one agent", thetas[:1], SimOptions{Temperature: spec.Temperature}, simulationChunk},
+		{"an agent each", thetas, SimOptions{Temperature: spec.Temperature}, simulationChunk},
+		{"spread starts", thetas, SimOptions{Temperature: spec.Temperature, StartSD: sd}, simulationChunk},
+		{"no policy noise", thetas, SimOptions{}, simulationChunk},
+		{"calls of 3 trials", thetas, SimOptions{Temperature: spec.Temperature, StartSD: sd}, 3},
 	} {
+		simulationChunk = c.chunk
 		var xs [][][][]float64
 		var pols map[int]*Policy
 		if len(c.thetas) == 1 {
