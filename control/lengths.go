@@ -150,33 +150,24 @@ func simulateTogether(m models.Model, together *Policy, problems [][][]float64, 
 		}
 		first += len(problems[i])
 	}
-	// A call of at most simulationChunk trials: a population's 50,000 trials at once would
-	// hold each one's noises, plan and states several times over.
-	for lo := 0; lo < len(idx); lo += simulationChunk {
-		hi := min(lo+simulationChunk, len(idx))
-		o := opts
-		o.Trials, o.TrialIDs, o.StartSD, o.PerProblem = 1, nil, nil, who[lo:hi]
-		xs, err := Simulate(m, together.Subset(idx[lo:hi]), picked[lo:hi], b, o)
-		var div *DivergedError
-		if errors.As(err, &div) {
-			for _, q := range div.Problems {
-				if s := subjectOf[lo+q]; diverged[s] == "" {
-					diverged[s] = fmt.Sprintf("trial %d diverged", who[lo+q].Trial)
-				}
+	o := opts
+	o.Trials, o.TrialIDs, o.StartSD, o.PerProblem = 1, nil, nil, who
+	xs, err := Simulate(m, together.Subset(idx), picked, b, o)
+	var div *DivergedError
+	if errors.As(err, &div) {
+		for _, q := range div.Problems {
+			if s := subjectOf[q]; diverged[s] == "" {
+				diverged[s] = fmt.Sprintf("trial %d diverged", who[q].Trial)
 			}
-		} else if err != nil {
-			return err
 		}
-		for q, x := range xs {
-			s, r := subjectOf[lo+q], who[lo+q].Trial
-			out[s][r] = x[0][:lengths[s][r]+1]
-		}
+	} else if err != nil {
+		return err
+	}
+	for q, s := range subjectOf {
+		out[s][who[q].Trial] = xs[q][0][:lengths[s][who[q].Trial]+1]
 	}
 	return nil
 }
-
-// simulationChunk is the most trials simulateTogether simulates in one call.
-var simulationChunk = 4096
 
 // horizonTrials are the trials an agent plans over horizon h: subject → its trials, and the
 // subjects that have one, ascending.

@@ -102,6 +102,44 @@ func TestSimulateProblemChunks(t *testing.T) {
 	}
 }
 
+// TestSimulateProblemsInCalls: a simulation of one trial per problem, run in calls of a few
+// problems on the Go backend, gives every problem the states of one call of all, and a
+// diverging problem is named by its number among all problems.
+func TestSimulateProblemsInCalls(t *testing.T) {
+	b, err := graph.NewBackend(graph.BackendGo)
+	require.NoError(t, err)
+	m, spec, theta := taskDefaults(t, "pendulum")
+	const T, P, bad = 10, 7, 5
+	sv, err := NewSolver(m, T, b, SolverOptions{Planner: spec.Planner})
+	require.NoError(t, err)
+	pol, err := sv.Solve([][]float64{theta}, nil)
+	require.NoError(t, err)
+	pol = pol.Repeat(P)
+	for r := range len(pol.Gain) / P { // problem bad's feedback explodes
+		pol.Gain[r*P+bad] *= -1e150
+	}
+	thetas, who := make([][]float64, P), make([]ProblemTrial, P)
+	for p := range P {
+		thetas[p], who[p] = theta, ProblemTrial{Seed: 8, Problem: p, Trial: 2 * p, X0: spec.X0}
+	}
+	opts := SimOptions{Observe: ObservePartial, Trials: 1, Temperature: spec.Temperature, PerProblem: who}
+	want, wantErr := Simulate(m, pol, thetas, b, opts)
+	defer func(c int) { simulationChunk = c }(simulationChunk)
+	simulationChunk = 3
+	got, gotErr := Simulate(m, pol, thetas, b, opts)
+	var wd, gd *DivergedError
+	require.ErrorAs(t, wantErr, &wd)
+	require.ErrorAs(t, gotErr, &gd)
+	assert.Equal(t, []int{bad}, gd.Problems)
+	assert.Equal(t, wd.First, gd.First, "the diverging problem named by its number among all")
+	require.Len(t, got, P)
+	for p := range P {
+		if p != bad {
+			assert.Equal(t, want[p], got[p], "problem %d", p)
+		}
+	}
+}
+
 // TestSimulateNoiseFree: an agent without policy noise (temperature 0) runs the program of
 // temperature 1 with no noise and H̃ = I: its trajectories are those of its control law
 // alone, whatever H̃ the policy carries (a matrix that is not positive definite, whose

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -67,6 +68,9 @@ type SimOptions struct {
 	// agent's plans, a trial each, simulate so; and so do the problems of several horizons'
 	// trials in one simulation (likelihood's agents on the Go backend).
 	PerProblem []ProblemTrial
+	// firstProblem numbers the problems in messages from it on (a call of
+	// simulateProblemsInCalls).
+	firstProblem int
 }
 
 // ProblemTrial is the trial a problem of a one-trial simulation simulates (SimOptions'
@@ -199,6 +203,9 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 			}
 		}
 	}
+	if opts.PerProblem != nil && len(opts.PerProblem) > simulationChunk && !graph.CompilesSlowly(b) {
+		return simulateProblemsInCalls(m, pol, theta, b, opts)
+	}
 	if opts.NoFeedForward {
 		q := *pol
 		q.Offset = make([]float64, len(pol.Offset))
@@ -310,7 +317,7 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 				for i := range n {
 					if x := res[p][r][t][i]; math.IsNaN(x) || math.IsInf(x, 0) {
 						if div == nil {
-							div = &DivergedError{First: fmt.Sprintf("problem %d trial %d diverged at t = %d (state %s is %g)", p, r, t, spec.States[i], x)}
+							div = &DivergedError{First: fmt.Sprintf("problem %d trial %d diverged at t = %d (state %s is %g)", opts.firstProblem+p, r, t, spec.States[i], x)}
 						}
 						div.Problems = append(div.Problems, p)
 						break trials
@@ -323,6 +330,50 @@ func Simulate(m models.Model, pol *Policy, theta [][]float64, b backends.Backend
 		return res, div
 	}
 	return res, nil
+}
+
+// simulationChunk is the most problems of one trial each (SimOptions.PerProblem) that
+// Simulate runs in one graph on a backend that compiles quickly: a population's 50,000 trials
+// at once would hold each one's noises, plan and states several times over (1,000 reaching
+// subjects of 21 lengths: 2.9 GB, 1.6 GB in calls of this many). XLA runs such problems in
+// chunks of its own (simulateProblemChunks). A variable so that tests can make it small.
+var simulationChunk = 4096
+
+// simulateProblemsInCalls is Simulate of a simulation of one trial per problem (PerProblem)
+// in calls of at most simulationChunk problems, their trajectories in order and a
+// *DivergedError naming every call's diverging problems; every trajectory is the one a call
+// of all problems gives, to the bit on the Go backend.
+func simulateProblemsInCalls(m models.Model, pol *Policy, theta [][]float64, b backends.Backend, opts SimOptions) ([][][][]float64, error) {
+	var (
+		xs  [][][][]float64
+		div *DivergedError
+	)
+	for lo := 0; lo < pol.Problems; lo += simulationChunk {
+		hi := min(lo+simulationChunk, pol.Problems)
+		idx := make([]int, hi-lo)
+		for q := range idx {
+			idx[q] = lo + q
+		}
+		o := opts
+		o.PerProblem, o.firstProblem = opts.PerProblem[lo:hi], lo
+		part, err := Simulate(m, pol.Subset(idx), theta[lo:hi], b, o)
+		var d *DivergedError
+		if errors.As(err, &d) {
+			if div == nil {
+				div = &DivergedError{First: d.First}
+			}
+			for _, q := range d.Problems {
+				div.Problems = append(div.Problems, lo+q)
+			}
+		} else if err != nil {
+			return nil, err
+		}
+		xs = append(xs, part...)
+	}
+	if div != nil {
+		return xs, div
+	}
+	return xs, nil
 }
 
 // DivergedError reports problems whose simulated states became infinite or NaN (an agent
