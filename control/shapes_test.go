@@ -33,20 +33,13 @@ func TestSimulateInChunks(t *testing.T) {
 	require.NoError(t, err)
 	P, n, k := pol.Problems, len(spec.States), len(spec.Controls)
 	rng := rand.New(rand.NewPCG(1, 2))
-	normals := func(size int) []float64 {
-		a := make([]float64, size)
-		for i := range a {
-			a[i] = rng.NormFloat64()
-		}
-		return a
-	}
 	x0 := make([]float64, n*P*M)
 	for i := range n {
 		for j := range P * M {
 			x0[i*P*M+j] = spec.X0[i] + 0.05*rng.NormFloat64()
 		}
 	}
-	v, w, xi := normals(T*spec.StateNoise*P*M), normals(T*spec.ObsNoise*P*M), normals(T*k*P*M)
+	v, w, xi := normals(rng, T*spec.StateNoise*P*M), normals(rng, T*spec.ObsNoise*P*M), normals(rng, T*k*P*M)
 	opts := SimOptions{Observe: ObservePartial, Temperature: spec.Temperature}
 	whole, err := simulateLooped(b, s, thetas, pol, x0, v, w, xi, M, opts)
 	require.NoError(t, err)
@@ -55,6 +48,15 @@ func TestSimulateInChunks(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, whole, chunked, "chunks of %d trials", c)
 	}
+}
+
+// normals returns size standard normal draws of rng.
+func normals(rng *rand.Rand, size int) []float64 {
+	a := make([]float64, size)
+	for i := range a {
+		a[i] = rng.NormFloat64()
+	}
+	return a
 }
 
 // TestSimulateProblemChunks: a simulation of one trial per problem run over its problems in
@@ -78,20 +80,13 @@ func TestSimulateProblemChunks(t *testing.T) {
 	require.NoError(t, err)
 	n, k := len(spec.States), len(spec.Controls)
 	rng := rand.New(rand.NewPCG(3, 4))
-	normals := func(size int) []float64 {
-		a := make([]float64, size)
-		for i := range a {
-			a[i] = rng.NormFloat64()
-		}
-		return a
-	}
 	x0 := make([]float64, n*P)
 	for i := range n {
 		for p := range P {
 			x0[i*P+p] = spec.X0[i] + 0.05*rng.NormFloat64()
 		}
 	}
-	v, w, xi := normals(T*spec.StateNoise*P), normals(T*spec.ObsNoise*P), normals(T*k*P)
+	v, w, xi := normals(rng, T*spec.StateNoise*P), normals(rng, T*spec.ObsNoise*P), normals(rng, T*k*P)
 	opts := SimOptions{Observe: ObservePartial, Temperature: spec.Temperature}
 	whole, err := simulateLooped(b, s, thetas, pol, x0, v, w, xi, 1, opts)
 	require.NoError(t, err)

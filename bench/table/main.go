@@ -134,18 +134,8 @@ func main() {
 // compareXLA times evaluations and fits of the tasks on the Go backend and on XLA with the
 // plugin of $NIOC_PJRT (cpu by default).
 func compareXLA(mode, tasks string, restarts int) {
-	if mode == "off" {
-		return
-	}
-	plugin := os.Getenv(graph.EnvPJRT)
-	if plugin == "" {
-		plugin = "cpu"
-	}
-	if _, err := graph.FindPlugin(plugin); err != nil {
-		if mode == "on" {
-			fail(err)
-		}
-		fmt.Printf("\n(go-vs-xla comparison skipped: %v)\n", err)
+	plugin, ok := xlaPlugin(mode, "\n(go-vs-xla comparison skipped: %v)\n")
+	if !ok {
 		return
 	}
 	bg, err := graph.NewBackend(graph.BackendGo)
@@ -199,8 +189,25 @@ func compareXLA(mode, tasks string, restarts int) {
 // step of a recursion, on XLA a while loop per recursion (docs/backends.md, "While loops").
 func modeBackends(b backends.Backend, mode string) []backends.Backend {
 	out := []backends.Backend{b}
-	if mode == "off" || graph.CompilesSlowly(b) {
+	if graph.CompilesSlowly(b) {
 		return out
+	}
+	if _, ok := xlaPlugin(mode, "(-forward on the Go backend alone: %v)\n\n"); !ok {
+		return out
+	}
+	bx, err := graph.NewBackend(graph.BackendXLA)
+	if err != nil {
+		fail(err)
+	}
+	return append(out, bx)
+}
+
+// xlaPlugin returns the XLA plugin of $NIOC_PJRT (default cpu) and whether a comparison on it
+// runs in -xla mode (auto, on, off): where the plugin is installed and mode is not off. Where
+// it is missing, mode on fails and auto prints skipped (a format with the error's %v).
+func xlaPlugin(mode, skipped string) (string, bool) {
+	if mode == "off" {
+		return "", false
 	}
 	plugin := os.Getenv(graph.EnvPJRT)
 	if plugin == "" {
@@ -210,14 +217,10 @@ func modeBackends(b backends.Backend, mode string) []backends.Backend {
 		if mode == "on" {
 			fail(err)
 		}
-		fmt.Printf("(-forward on the Go backend alone: %v)\n\n", err)
-		return out
+		fmt.Printf(skipped, err)
+		return "", false
 	}
-	bx, err := graph.NewBackend(graph.BackendXLA)
-	if err != nil {
-		fail(err)
-	}
-	return append(out, bx)
+	return plugin, true
 }
 
 // compareModes times the looped form's gradient in reverse mode over the recorded calls and in
