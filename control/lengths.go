@@ -120,12 +120,13 @@ func simulateSubjects(m models.Model, thetas [][]float64, lengths [][]int, seeds
 
 // simulateTogether is simulateSubjects' simulation where its horizons were solved together
 // (together, every horizon's problems in order: SolveEachHorizon): every trial of every
-// subject is one problem of a single simulation (PerProblem; on XLA in chunks of problems of
-// one shape), with the noises and start it has in its subject's simulation of its horizon's
+// subject is one problem of a single simulation (PerProblem; Simulate runs it in chunks of
+// problems), with the noises and start it has in its subject's simulation of its horizon's
 // trials, the same bits on the Go backend (TestSimulateSubjectsTogether), where a simulation
-// per subject and horizon makes a call each (10 reaching subjects of 20 lengths: 200 calls). problems[i] are group i's
-// parameter vectors, one per subject planning over it or one for all. It writes the
-// trajectories into out and the subjects with a diverging trial into diverged.
+// per subject and horizon makes a call each (10 reaching subjects of 20 lengths: 200 calls).
+// problems[i] are group i's parameter vectors, one per subject planning over it or one for
+// all. It writes the trajectories into out and the subjects with a diverging trial into
+// diverged.
 func simulateTogether(m models.Model, together *Policy, problems [][][]float64, groups []horizonTrials, seeds []uint64, b backends.Backend, opts SimOptions, out [][][][]float64, lengths [][]int, diverged map[int]string) error {
 	spec := m.Spec()
 	if err := opts.checkStartSD(spec); err != nil {
